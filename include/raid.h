@@ -1,0 +1,85 @@
+/*
+ * raid.h: the public API of libnbdraid, the core of nbdraid.
+ *
+ * One opaque `struct raid_array` is an assembled array: its members are open,
+ * its geometry is fixed.  The data functions may be called from many threads
+ * at once (nbdkit's PARALLEL thread model); each blocks until every member
+ * I/O of the request has completed.
+ *
+ * Every function returns 0 (or a count) on success and -errno on failure.
+ * Nothing here prints: errors are reported once, through the log sink
+ * (src/log.h), by the code that knows which member and which operation
+ * failed.  The nbdkit plugin points that sink at nbdkit_verror.
+ */
+#ifndef RAID_H
+#define RAID_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdarg.h>
+
+#include "raid_config.h"
+
+struct raid_array;
+
+/* Request flags, the same meaning as nbdkit's. */
+#define RAID_FUA       (1u << 0) /* durable on every touched member before return */
+#define RAID_MAY_TRIM  (1u << 1) /* zero: holes are fine */
+#define RAID_FAST_ZERO (1u << 2) /* zero: fail with -ENOTSUP rather than write */
+#define RAID_REQ_ONE   (1u << 3) /* extents: one extent is enough */
+
+/* Extent types, numerically the same as NBDKIT_EXTENT_HOLE/ZERO. */
+#define RAID_EXTENT_HOLE (1u << 0)
+#define RAID_EXTENT_ZERO (1u << 1)
+
+struct raid_info {
+	uint64_t size;           /* array bytes */
+	int level;
+	unsigned nr_members;
+	uint64_t chunk;
+	uint32_t min_block;      /* smallest I/O that needs no read-modify-write */
+	uint32_t preferred_block;/* one full stripe (a power of two) */
+	uint32_t max_block;
+	bool read_only;          /* some member could only be opened read-only */
+	char layout[16];         /* "n2", "f2", ... or "" */
+};
+
+int raid_open(const struct raid_config *cfg, struct raid_array **out);
+void raid_close(struct raid_array *a);
+void raid_get_info(const struct raid_array *a, struct raid_info *info);
+
+int raid_pread(struct raid_array *a, void *buf, uint32_t count,
+	       uint64_t offset, uint32_t flags);
+int raid_pwrite(struct raid_array *a, const void *buf, uint32_t count,
+		uint64_t offset, uint32_t flags);
+int raid_flush(struct raid_array *a);
+int raid_trim(struct raid_array *a, uint32_t count, uint64_t offset,
+	      uint32_t flags);
+int raid_zero(struct raid_array *a, uint32_t count, uint64_t offset,
+	      uint32_t flags);
+
+/*
+ * Report extents from `offset`: calls add() for consecutive ranges, at least
+ * one covering `offset`, in ascending order.  type is 0 (data) or
+ * RAID_EXTENT_HOLE|RAID_EXTENT_ZERO (no member holds data there).
+ */
+typedef int (*raid_extent_fn)(void *ctx, uint64_t offset, uint64_t length,
+			      uint32_t type);
+int raid_extents(struct raid_array *a, uint32_t count, uint64_t offset,
+		 uint32_t flags, raid_extent_fn add, void *ctx);
+
+/* Where the bytes of one array offset live: copies of (member, offset). */
+struct raid_place {
+	unsigned member;
+	uint64_t offset;
+};
+int raid_locate(const struct raid_array *a, uint64_t offset,
+		struct raid_place *places, unsigned max);
+
+/* Log sink: every message of the core goes through here. */
+enum raid_log_level { RAID_LOG_ERROR, RAID_LOG_DEBUG };
+typedef void (*raid_log_fn)(enum raid_log_level lvl, const char *fmt,
+			    va_list ap);
+void raid_set_log(raid_log_fn fn);
+
+#endif

@@ -1,0 +1,81 @@
+/*
+ * raid_config.h: the settings of one array, as plain data.
+ *
+ * One option table (src/config.c) feeds the nbdkit key=value parameters, the
+ * config file format (docs/config-file.md) and the help text. A key may be
+ * given once, from one source: a key set both on the command line and in a
+ * config file, or twice in either, is an error, never a silent override.
+ * Members are the exception: `member` repeats, and its order is the role
+ * (role 0, 1, 2, ...), but all members come from one source.
+ *
+ * Every function returns 0 or -errno and reports the reason through the
+ * log sink (src/log.h), naming the key and the source.
+ */
+#ifndef RAID_CONFIG_H
+#define RAID_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define RAID_MAX_MEMBERS 64
+#define RAID_MIN_CHUNK (4u << 10)
+#define RAID_MAX_CHUNK (16u << 20)
+#define RAID_DEFAULT_CHUNK (512u << 10)
+
+/* Where a key's value came from; used to name both sides of a conflict. */
+enum raid_config_source {
+	RAID_SRC_UNSET = 0,
+	RAID_SRC_CMDLINE,
+	RAID_SRC_FILE,
+};
+
+/* How member I/O is issued (see docs/design.md, "io="). */
+enum raid_io_mode {
+	RAID_IO_AUTO = 0, /* io_uring, except where it only adds a hop */
+	RAID_IO_URING,
+	RAID_IO_PSYNC,
+};
+
+struct raid_config {
+	int level;          /* 0, 1, 10; -1 until set */
+	char *layout;       /* RAID10: n2, f2, o2, ...; NULL = default */
+	uint64_t chunk;     /* bytes, power of two */
+	bool direct;        /* open members O_DIRECT */
+	enum raid_io_mode io;
+	uint64_t data_offset; /* metadata=none: where array data starts */
+	char *metadata;     /* "none" */
+	char **members;     /* absolute paths, role order */
+	unsigned nr_members;
+
+	/* Provenance, for conflict messages: one entry per option-table row. */
+	enum raid_config_source src[16];
+	char *file;         /* the config file, if one was loaded */
+	enum raid_config_source cur; /* source of the keys being set now */
+};
+
+void raid_config_init(struct raid_config *c);
+void raid_config_free(struct raid_config *c);
+
+/*
+ * Set one key from the current source (c->cur).  Relative member paths are
+ * kept as given on the command line (the plugin makes them absolute first)
+ * and taken relative to the config file's folder when read from a file.
+ */
+int raid_config_set(struct raid_config *c, const char *key, const char *value);
+
+/* Read a config file of `key = value` lines (see docs/config-file.md). */
+int raid_config_load(struct raid_config *c, const char *path);
+
+/* Check that the settings describe an array (after all keys are set). */
+int raid_config_check(const struct raid_config *c);
+
+/* Parse "64K", "1M", "4096" ...  the forms nbdkit_parse_size accepts. */
+int raid_parse_size(const char *str, uint64_t *out);
+
+/* Parse a boolean the way nbdkit_parse_bool does (1/true/yes/on ...). */
+int raid_parse_bool(const char *str, bool *out);
+
+/* One line per option, for nbdkit's config_help and `nbdraid --help`. */
+extern const char raid_config_help[];
+
+#endif

@@ -1,0 +1,66 @@
+/*
+ * array.h: the full struct raid_array and the per-request batch.
+ *
+ * Locks (docs/locking.md lists them all):
+ *   rmw_lock  only when some member is O_DIRECT (io_align > 1).  An
+ *             unaligned write reads, patches and rewrites its edge blocks;
+ *             it holds rmw_lock for writing so that no other write can
+ *             land in those blocks in between (a lost update).  Every other
+ *             write holds it for reading.  Reads take nothing.
+ * Everything else in the array is fixed after raid_open(); per-request
+ * state (the batch, the bounce buffer, the io_uring ring) is per thread.
+ */
+#ifndef RAID_ARRAY_H
+#define RAID_ARRAY_H
+
+#include <pthread.h>
+
+#include "io/io.h"
+#include "layout/layout.h"
+#include "member.h"
+#include "raid.h"
+
+struct raid_array {
+	const struct raid_layout *layout;
+	struct raid_geom g;
+	struct raid_member *members;
+	unsigned nr_members;
+	uint64_t size;          /* bytes */
+	uint64_t chunk;         /* bytes */
+	uint64_t data_offset;   /* bytes, on every member */
+	unsigned mem_align;     /* max over members */
+	unsigned io_align;      /* max over members */
+	bool balance;           /* copies > 1: count in-flight I/O per member */
+	bool read_only;
+	bool has_blk;           /* some member is a block device */
+	bool owns_members;      /* raid_close() closes them */
+	pthread_rwlock_t rmw_lock; /* see above */
+};
+
+/* The member I/O of one request; one per thread, reused. */
+struct raid_batch {
+	struct io_req *reqs;
+	unsigned nr, cap;
+	int last[RAID_MAX_MEMBERS]; /* index of each member's last req, -1 */
+};
+
+/*
+ * Queue one member I/O, merging it into that member's previous request when
+ * it continues it (contiguous on the member and, for data, in the buffer).
+ */
+int batch_add(struct raid_batch *b, struct raid_member *m, int op,
+	      unsigned flags, void *buf, uint64_t len, uint64_t off);
+
+/* The member offset of a place, plus the piece's offset in the chunk. */
+static inline uint64_t
+array_member_offset(const struct raid_array *a, const struct raid_loc *l,
+		    uint32_t in_chunk)
+{
+	return a->data_offset + (l->chunk << a->g.chunk_shift) + in_chunk;
+}
+
+/* Assemble an array over members already open (tests use memory members). */
+int array_create(const struct raid_config *cfg, struct raid_member *members,
+		 unsigned nr, struct raid_array **out);
+
+#endif

@@ -1,0 +1,154 @@
+/*
+ * main.c: the nbdraid CLI.  A table of subcommands, each taking the same
+ * key=value settings as the plugin (or config=FILE):
+ *
+ *   nbdraid info KEY=VALUE...           geometry, size, block sizes
+ *   nbdraid map OFFSET KEY=VALUE...     where each copy of a byte lives
+ *
+ * Errors print "nbdraid: <cmd>: <message>" and exit 1.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "raid.h"
+
+struct command {
+	const char *name;
+	int (*fn)(struct raid_array *a, int argc, char **argv);
+	int nr_args; /* positional arguments before the settings */
+	const char *usage;
+};
+
+static const char *cmd_name = "";
+
+static void
+cli_log(enum raid_log_level lvl, const char *fmt, va_list ap)
+{
+	if (lvl == RAID_LOG_DEBUG && !getenv("NBDRAID_DEBUG")) {
+		return;
+	}
+	fprintf(stderr, "nbdraid: %s: ", cmd_name);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+static int
+cmd_info(struct raid_array *a, int argc, char **argv)
+{
+	struct raid_info i;
+
+	(void)argc;
+	(void)argv;
+	raid_get_info(a, &i);
+	printf("level:            raid%d\n", i.level);
+	if (i.layout[0]) {
+		printf("layout:           %s\n", i.layout);
+	}
+	printf("members:          %u\n", i.nr_members);
+	printf("chunk:            %llu\n", (unsigned long long)i.chunk);
+	printf("size:             %llu\n", (unsigned long long)i.size);
+	printf("block size:       min %u, preferred %u, max %u\n",
+	       i.min_block, i.preferred_block, i.max_block);
+	printf("read-only:        %s\n", i.read_only ? "yes" : "no");
+	return 0;
+}
+
+static int
+cmd_map(struct raid_array *a, int argc, char **argv)
+{
+	struct raid_place p[RAID_MAX_MEMBERS];
+	uint64_t off;
+	int n;
+
+	(void)argc;
+	if (raid_parse_size(argv[0], &off) < 0) {
+		fprintf(stderr, "nbdraid: map: offset '%s': not a size\n",
+			argv[0]);
+		return 1;
+	}
+	n = raid_locate(a, off, p, RAID_MAX_MEMBERS);
+	if (n < 0) {
+		fprintf(stderr, "nbdraid: map: offset %llu: beyond the array\n",
+			(unsigned long long)off);
+		return 1;
+	}
+	for (int i = 0; i < n; i++) {
+		printf("copy %d: member %u offset %llu\n", i, p[i].member,
+		       (unsigned long long)p[i].offset);
+	}
+	return 0;
+}
+
+static const struct command commands[] = {
+	{ "info", cmd_info, 0, "info KEY=VALUE..." },
+	{ "map",  cmd_map,  1, "map OFFSET KEY=VALUE..." },
+};
+#define NR_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static int
+usage(FILE *f)
+{
+	fprintf(f, "usage: nbdraid COMMAND [ARGS] KEY=VALUE...\n\ncommands:\n");
+	for (size_t i = 0; i < NR_COMMANDS; i++) {
+		fprintf(f, "  nbdraid %s\n", commands[i].usage);
+	}
+	fprintf(f, "\nsettings (as for nbdkit raid):\n%s\n", raid_config_help);
+	return f == stdout ? 0 : 1;
+}
+
+static int
+run(const struct command *c, int argc, char **argv)
+{
+	struct raid_config cfg;
+	struct raid_array *a = NULL;
+	int r = 1;
+
+	raid_config_init(&cfg);
+	for (int i = c->nr_args; i < argc; i++) {
+		char *eq = strchr(argv[i], '=');
+
+		if (!eq) {
+			fprintf(stderr, "nbdraid: %s: '%s': expected KEY=VALUE\n",
+				c->name, argv[i]);
+			goto out;
+		}
+		*eq = '\0';
+		if (raid_config_set(&cfg, argv[i], eq + 1) < 0) {
+			goto out;
+		}
+	}
+	if (raid_open(&cfg, &a) == 0) {
+		r = c->fn(a, argc, argv);
+	}
+out:
+	raid_close(a);
+	raid_config_free(&cfg);
+	return r;
+}
+
+int
+main(int argc, char **argv)
+{
+	raid_set_log(cli_log);
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		return usage(argc < 2 ? stderr : stdout);
+	}
+	for (size_t i = 0; i < NR_COMMANDS; i++) {
+		const struct command *c = &commands[i];
+
+		if (strcmp(argv[1], c->name) != 0) {
+			continue;
+		}
+		cmd_name = c->name;
+		if (argc - 2 < c->nr_args) {
+			fprintf(stderr, "usage: nbdraid %s\n", c->usage);
+			return 1;
+		}
+		return run(c, argc - 2, argv + 2);
+	}
+	fprintf(stderr, "nbdraid: unknown command '%s'\n", argv[1]);
+	return usage(stderr);
+}

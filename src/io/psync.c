@@ -1,0 +1,151 @@
+/*
+ * psync.c: the reference backend: pread/pwrite loops, fdatasync, fallocate
+ * and the block-device ioctls, one request after another on the calling
+ * thread.  It is the fastest path where the kernel would only punt an
+ * io_uring request to a worker thread anyway (tmpfs), and the fallback the
+ * uring backend uses for what io_uring cannot do (BLKDISCARD, fallocate
+ * modes a filesystem refuses).
+ *
+ * Zeroing, in order of preference (each refusal is latched per member):
+ *   ZERO_RANGE             zero and keep the allocation (blkdev: zeroout)
+ *   PUNCH_HOLE + allocate  files whose filesystem lacks ZERO_RANGE (tmpfs)
+ *   -EOPNOTSUPP            the caller (nbdkit) falls back to writing zeros
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "io.h"
+#include "member.h"
+
+static int
+psync_rw(struct io_req *r)
+{
+	while (r->done < r->len) {
+		struct iovec iov = { (char *)r->buf + r->done, r->len - r->done };
+		ssize_t n;
+
+		if (r->op == IO_READ) {
+			n = preadv2(r->m->fd, &iov, 1, r->off + r->done, 0);
+		} else {
+			n = pwritev2(r->m->fd, &iov, 1, r->off + r->done,
+				     (r->flags & IO_FUA) ? RWF_DSYNC : 0);
+		}
+		if (n < 0 && errno == EINTR) {
+			continue;
+		}
+		if (n < 0) {
+			return -errno;
+		}
+		if (n == 0) {
+			return -EIO; /* end of member: it shrank under us */
+		}
+		r->done += n;
+	}
+	return 0;
+}
+
+static int
+falloc(struct io_req *r, int mode)
+{
+	return fallocate(r->m->fd, mode, r->off, r->len) < 0 ? -errno : 0;
+}
+
+static bool
+unsupported(int r)
+{
+	return r == -EOPNOTSUPP || r == -ENOSYS || r == -ENOTTY;
+}
+
+static int
+psync_zero(struct io_req *r)
+{
+	struct raid_member *m = r->m;
+	int ret;
+
+	if (!atomic_load(&m->no_zero_range)) {
+		ret = falloc(r, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE);
+		if (!unsupported(ret)) {
+			return ret;
+		}
+		atomic_store(&m->no_zero_range, true);
+	}
+	if (m->is_blk || atomic_load(&m->no_punch)) {
+		return -EOPNOTSUPP;
+	}
+	ret = falloc(r, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE);
+	if (unsupported(ret)) {
+		atomic_store(&m->no_punch, true);
+		return -EOPNOTSUPP;
+	}
+	return ret < 0 ? ret : falloc(r, 0);
+}
+
+static int
+psync_punch(struct io_req *r)
+{
+	int ret;
+
+	if (atomic_load(&r->m->no_punch)) {
+		return -EOPNOTSUPP;
+	}
+	ret = falloc(r, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE);
+	if (unsupported(ret)) {
+		atomic_store(&r->m->no_punch, true);
+		return -EOPNOTSUPP;
+	}
+	return ret;
+}
+
+static int
+psync_trim(struct io_req *r)
+{
+	uint64_t range[2] = { r->off, r->len };
+
+	if (r->m->is_blk) {
+		return ioctl(r->m->fd, BLKDISCARD, range) < 0 ? -errno : 0;
+	}
+	return psync_punch(r);
+}
+
+int
+psync_one(struct io_req *r)
+{
+	switch (r->op) {
+	case IO_READ:
+	case IO_WRITE:
+		return psync_rw(r);
+	case IO_FLUSH:
+		return fdatasync(r->m->fd) < 0 ? -errno : 0;
+	case IO_TRIM:
+		return psync_trim(r);
+	case IO_ZERO:
+		return psync_zero(r);
+	case IO_PUNCH:
+		return psync_punch(r);
+	}
+	return -EINVAL;
+}
+
+static int
+psync_submit_wait(struct io_req *reqs, unsigned nr)
+{
+	int first = 0;
+
+	for (unsigned i = 0; i < nr; i++) {
+		reqs[i].res = psync_one(&reqs[i]);
+		if (reqs[i].res < 0 && first == 0) {
+			first = reqs[i].res;
+		}
+	}
+	return first;
+}
+
+const struct io_backend psync_backend = {
+	.name        = "psync",
+	.submit_wait = psync_submit_wait,
+};

@@ -1,0 +1,220 @@
+/*
+ * uring.c: the io_uring backend: one ring per thread, one submit per batch.
+ *
+ * DESIGN
+ * Each nbdkit worker thread gets its own ring, created lazily on its first
+ * I/O and freed by a pthread key destructor when the thread exits, so no
+ * ring is shared and no lock is taken (liburing's SQ tail is unlocked:
+ * SINGLE_ISSUER).  No ring exists before nbdkit forks.  A batch queues an
+ * SQE per request (user_data = the io_req), submits, and reaps until every
+ * request is done; a batch larger than the ring is fed in as slots free up.
+ * A short read or write is requeued for the rest.  What io_uring cannot do
+ * (BLKDISCARD; fallocate modes a filesystem refuses) runs through psync.c.
+ *
+ * Invariant: when submit_wait() returns, this ring has nothing in flight.
+ */
+#include <errno.h>
+#include <linux/falloc.h>
+#include <liburing.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io.h"
+#include "log.h"
+#include "member.h"
+
+#define RING_DEPTH 64
+
+static pthread_key_t ring_key;
+static pthread_once_t ring_once = PTHREAD_ONCE_INIT;
+static _Thread_local struct io_uring *tl_ring;
+
+static void
+ring_free(void *p)
+{
+	io_uring_queue_exit(p);
+	free(p);
+}
+
+static void
+ring_key_init(void)
+{
+	pthread_key_create(&ring_key, ring_free);
+}
+
+/* This thread's ring; the newest setup flags first, as older kernels refuse. */
+static struct io_uring *
+ring_get(int *err)
+{
+	static const unsigned tries[] = {
+		IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
+		IORING_SETUP_COOP_TASKRUN,
+		0,
+	};
+	struct io_uring *ring;
+
+	if (tl_ring) {
+		return tl_ring;
+	}
+	pthread_once(&ring_once, ring_key_init);
+	ring = calloc(1, sizeof(*ring));
+	if (!ring) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	for (unsigned i = 0; i < 3; i++) {
+		struct io_uring_params p = { .flags = tries[i] };
+
+		*err = io_uring_queue_init_params(RING_DEPTH, ring, &p);
+		if (*err != -EINVAL) {
+			break;
+		}
+	}
+	if (*err < 0) {
+		free(ring);
+		return NULL;
+	}
+	pthread_setspecific(ring_key, ring);
+	tl_ring = ring;
+	return ring;
+}
+
+/* Requests io_uring cannot express, run inline. */
+static bool
+needs_sync(const struct io_req *r)
+{
+	return r->op == IO_TRIM && r->m->is_blk;
+}
+
+static void
+prep(struct io_uring_sqe *sqe, struct io_req *r)
+{
+	int fd = r->m->fd;
+
+	switch (r->op) {
+	case IO_READ:
+		io_uring_prep_read(sqe, fd, (char *)r->buf + r->done,
+				   r->len - r->done, r->off + r->done);
+		break;
+	case IO_WRITE:
+		io_uring_prep_write(sqe, fd, (char *)r->buf + r->done,
+				    r->len - r->done, r->off + r->done);
+		if (r->flags & IO_FUA) {
+			sqe->rw_flags = RWF_DSYNC;
+		}
+		break;
+	case IO_FLUSH:
+		io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
+		break;
+	case IO_TRIM:
+	case IO_PUNCH:
+		io_uring_prep_fallocate(sqe, fd,
+					FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+					r->off, r->len);
+		break;
+	case IO_ZERO:
+		io_uring_prep_fallocate(sqe, fd,
+					FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
+					r->off, r->len);
+		break;
+	}
+	io_uring_sqe_set_data(sqe, r);
+}
+
+/* Account one completion; false when the request must be queued again. */
+static bool
+complete(struct io_req *r, int res)
+{
+	if (res == -EINTR || res == -EAGAIN) {
+		return false;
+	}
+	if (res < 0) {
+		/* A mode this filesystem lacks: psync knows the fallbacks. */
+		bool fallback = (r->op == IO_ZERO || r->op == IO_PUNCH ||
+				 r->op == IO_TRIM) && res == -EOPNOTSUPP;
+
+		r->res = fallback ? psync_one(r) : res;
+		return true;
+	}
+	if (r->op != IO_READ && r->op != IO_WRITE) {
+		r->res = 0;
+		return true;
+	}
+	if (res == 0) {
+		r->res = -EIO; /* end of member */
+		return true;
+	}
+	r->done += res;
+	r->res = 0;
+	return r->done == r->len;
+}
+
+/* Reap what has completed; requeue short transfers.  Returns reqs done. */
+static unsigned
+reap(struct io_uring *ring)
+{
+	struct io_uring_cqe *cqe;
+	unsigned head, seen = 0, finished = 0;
+
+	io_uring_for_each_cqe(ring, head, cqe) {
+		struct io_req *r = io_uring_cqe_get_data(cqe);
+
+		seen++;
+		if (complete(r, cqe->res)) {
+			finished++;
+		} else {
+			/* A slot is free: this request's own, just reaped. */
+			prep(io_uring_get_sqe(ring), r);
+		}
+	}
+	io_uring_cq_advance(ring, seen);
+	return finished;
+}
+
+static int
+uring_submit_wait(struct io_req *reqs, unsigned nr)
+{
+	unsigned next = 0, inflight = 0;
+	struct io_uring *ring;
+	int err = 0, first = 0;
+
+	ring = ring_get(&err);
+	if (!ring) {
+		raid_debug("io_uring_queue_init: %d: using psync", err);
+		return psync_backend.submit_wait(reqs, nr);
+	}
+	while (next < nr || inflight) {
+		for (; next < nr && inflight < RING_DEPTH; next++) {
+			if (needs_sync(&reqs[next])) {
+				reqs[next].res = psync_one(&reqs[next]);
+				continue;
+			}
+			prep(io_uring_get_sqe(ring), &reqs[next]);
+			inflight++;
+		}
+		if (!inflight) {
+			break;
+		}
+		err = io_uring_submit_and_wait(ring, 1);
+		if (err < 0 && err != -EINTR && err != -EAGAIN &&
+		    err != -EBUSY) {
+			/* The ring is unusable; nothing more can complete. */
+			raid_error("io_uring_submit_and_wait: %s",
+				   strerror(-err));
+			abort();
+		}
+		inflight -= reap(ring);
+	}
+	for (unsigned i = 0; i < nr; i++) {
+		if (reqs[i].res < 0 && first == 0) {
+			first = reqs[i].res;
+		}
+	}
+	return first;
+}
+
+const struct io_backend uring_backend = {
+	.name        = "uring",
+	.submit_wait = uring_submit_wait,
+};

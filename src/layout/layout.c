@@ -1,0 +1,100 @@
+/*
+ * layout.c: the table of levels and the data path shared by the levels
+ * without parity (0, 1, 10): read one copy, write every copy.
+ *
+ * Read balancing: each piece goes to the copy whose member has the fewest
+ * I/Os in flight (SPDK raid1's rule), except that a read continuing the
+ * previous piece on some copy's member stays there, so a sequential read is
+ * one member I/O (md's sequential affinity).  Ties go to the first copy.
+ */
+#include <stddef.h>
+
+#include "array.h"
+#include "layout.h"
+
+static const struct raid_layout *const layouts[] = {
+	&raid0_layout,
+	&raid1_layout,
+	&raid10_layout,
+};
+
+const struct raid_layout *
+layout_find(int level)
+{
+	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++) {
+		if (layouts[i]->level == level) {
+			return layouts[i];
+		}
+	}
+	return NULL;
+}
+
+/* Does `off` on member m continue the batch's last read of m? */
+static bool
+continues(const struct raid_batch *b, unsigned member, uint64_t off,
+	  const void *buf)
+{
+	const struct io_req *r;
+
+	if (b->last[member] < 0) {
+		return false;
+	}
+	r = &b->reqs[b->last[member]];
+	return r->op == IO_READ && r->off + r->len == off &&
+	       (const char *)r->buf + r->len == (const char *)buf;
+}
+
+static unsigned
+pick_copy(struct raid_array *a, const struct raid_batch *b,
+	  const struct raid_loc *locs, unsigned n, const struct raid_piece *p)
+{
+	unsigned best = 0, best_load = ~0u;
+
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t off = array_member_offset(a, &locs[i], p->in_chunk);
+		unsigned load;
+
+		if (continues(b, locs[i].member, off, p->buf)) {
+			return i;
+		}
+		load = atomic_load_explicit(&a->members[locs[i].member].inflight,
+					    memory_order_relaxed);
+		if (load < best_load) {
+			best = i;
+			best_load = load;
+		}
+	}
+	return best;
+}
+
+int
+layout_read_one(struct raid_array *a, struct raid_batch *b,
+		const struct raid_piece *p)
+{
+	struct raid_loc locs[RAID_MAX_COPIES];
+	unsigned n = a->layout->map(&a->g, p->chunk_no, locs);
+	unsigned i = n > 1 ? pick_copy(a, b, locs, n, p) : 0;
+
+	return batch_add(b, &a->members[locs[i].member], IO_READ, 0, p->buf,
+			 p->len, array_member_offset(a, &locs[i], p->in_chunk));
+}
+
+int
+layout_write_all(struct raid_array *a, struct raid_batch *b,
+		 const struct raid_piece *p)
+{
+	struct raid_loc locs[RAID_MAX_COPIES];
+	unsigned n = a->layout->map(&a->g, p->chunk_no, locs);
+	unsigned flags = (p->flags & RAID_FUA) ? IO_FUA : 0;
+	int r;
+
+	for (unsigned i = 0; i < n; i++) {
+		r = batch_add(b, &a->members[locs[i].member], p->op, flags,
+			      p->buf, p->len,
+			      array_member_offset(a, &locs[i], p->in_chunk));
+		if (r < 0) {
+			return r;
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,105 @@
+/*
+ * layout.h: one ops table per RAID level, and the geometry they map with.
+ *
+ * The core (src/array.c) cuts every request at chunk boundaries, so a level
+ * only ever sees one `struct raid_piece`: a byte range inside one logical
+ * chunk.  The level's pure map() turns the logical chunk number into the
+ * (member, member chunk) places that hold it, as md places them:
+ *
+ *   RAID0   chunk k on member k mod n, member chunk k div n
+ *   RAID1   every member holds chunk k at member chunk k
+ *   RAID10  md's near / far / offset copies (raid10.c has the tables)
+ *
+ * map() and setup() are pure (no I/O, no locks) and exhaustively unit-tested
+ * against an independent model (tests/unit/test_layout.c).  read/write/trim/
+ * zero append member I/O to the request's batch; the core submits the batch
+ * once.  The core never switches on the level: it calls these pointers.
+ */
+#ifndef RAID_LAYOUT_H
+#define RAID_LAYOUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "raid_config.h"
+
+#define RAID_MAX_COPIES RAID_MAX_MEMBERS
+
+struct raid_array;
+struct raid_batch;
+
+/* The geometry of an array, in chunks.  Filled by layout->setup(). */
+struct raid_geom {
+	unsigned nr_members;
+	unsigned chunk_shift;     /* chunk = 1 << chunk_shift bytes */
+	uint64_t member_chunks;   /* whole chunks on the smallest member */
+
+	/* RAID10 (md's struct geom): copies = near_copies * far_copies */
+	unsigned near_copies;
+	unsigned far_copies;
+	bool far_offset;          /* "o": far copies in the next row */
+	uint64_t far_stride;      /* member chunks between far copies */
+
+	/* Results */
+	unsigned copies;          /* places per logical chunk */
+	uint64_t array_chunks;    /* logical chunks in the array */
+	uint64_t stripe_chunks;   /* logical chunks in one full stripe */
+};
+
+/* One place that holds a logical chunk: member role, chunk on that member. */
+struct raid_loc {
+	unsigned member;
+	uint64_t chunk;
+};
+
+/* A request cut to one logical chunk. */
+struct raid_piece {
+	uint64_t chunk_no;        /* logical chunk */
+	uint32_t in_chunk;        /* byte offset inside the chunk */
+	uint32_t len;             /* bytes, in_chunk + len <= chunk */
+	void *buf;                /* NULL for trim/zero */
+	int op;                   /* enum io_op (src/io/io.h) */
+	uint32_t flags;           /* RAID_FUA ... */
+};
+
+struct raid_layout {
+	const char *name;         /* "raid0" */
+	int level;                /* 0, 1, 10 */
+	unsigned min_members;
+
+	/*
+	 * Validate and fill g from nr_members, chunk_shift, member_chunks and
+	 * the layout= string (NULL: the level's default).  Returns 0, or
+	 * -EINVAL with a reason in err.
+	 */
+	int (*setup)(struct raid_geom *g, const char *layout, char *err,
+		     size_t errlen);
+	/* Logical chunk -> its copies; returns g->copies.  Pure. */
+	unsigned (*map)(const struct raid_geom *g, uint64_t chunk_no,
+			struct raid_loc *locs);
+	/* Name of the layout in g, as md writes it ("n2"), or "". */
+	void (*layout_name)(const struct raid_geom *g, char *buf, size_t len);
+
+	/* Data path: append the piece's member I/O to the batch. */
+	int (*read)(struct raid_array *a, struct raid_batch *b,
+		    const struct raid_piece *p);
+	int (*write)(struct raid_array *a, struct raid_batch *b,
+		     const struct raid_piece *p);
+};
+
+extern const struct raid_layout raid0_layout;
+extern const struct raid_layout raid1_layout;
+extern const struct raid_layout raid10_layout;
+
+/* The explicit table of layouts (no constructors: see docs/design.md). */
+const struct raid_layout *layout_find(int level);
+
+/* Shared by the mirror-or-stripe levels (0, 1, 10): read one copy... */
+int layout_read_one(struct raid_array *a, struct raid_batch *b,
+		    const struct raid_piece *p);
+/* ...and write (or trim, or zero) every copy. */
+int layout_write_all(struct raid_array *a, struct raid_batch *b,
+		     const struct raid_piece *p);
+
+#endif

@@ -1,0 +1,59 @@
+/*
+ * raid0.c: striping, md's RAID0 over equal-sized members.
+ *
+ * Logical chunk k lives on member k mod n, at member chunk k div n:
+ *
+ *            member 0   member 1   member 2
+ *   row 0    chunk 0    chunk 1    chunk 2
+ *   row 1    chunk 3    chunk 4    chunk 5
+ *
+ * Members larger than the smallest are used only up to the smallest's size
+ * (md would add zones; metadata=none arrays stay uniform).  No redundancy.
+ */
+#include <errno.h>
+#include <stdio.h>
+
+#include "layout.h"
+
+static int
+raid0_setup(struct raid_geom *g, const char *layout, char *err, size_t errlen)
+{
+	if (layout && *layout) {
+		snprintf(err, errlen, "raid0 takes no layout (got '%s')",
+			 layout);
+		return -EINVAL;
+	}
+	g->copies = 1;
+	g->near_copies = g->far_copies = 1;
+	g->far_offset = false;
+	g->far_stride = 0;
+	g->array_chunks = g->member_chunks * g->nr_members;
+	g->stripe_chunks = g->nr_members;
+	return 0;
+}
+
+static unsigned
+raid0_map(const struct raid_geom *g, uint64_t chunk_no, struct raid_loc *locs)
+{
+	locs[0].member = chunk_no % g->nr_members;
+	locs[0].chunk = chunk_no / g->nr_members;
+	return 1;
+}
+
+static void
+raid0_layout_name(const struct raid_geom *g, char *buf, size_t len)
+{
+	(void)g;
+	snprintf(buf, len, "%s", "");
+}
+
+const struct raid_layout raid0_layout = {
+	.name        = "raid0",
+	.level       = 0,
+	.min_members = 1,
+	.setup       = raid0_setup,
+	.map         = raid0_map,
+	.layout_name = raid0_layout_name,
+	.read        = layout_read_one,
+	.write       = layout_write_all,
+};

@@ -1,0 +1,60 @@
+/*
+ * raid1.c: mirroring.  Every member holds the whole array at the same
+ * offset; chunk k is member chunk k on every member.
+ *
+ * The chunk only sets the unit of read balancing: a read is cut at chunk
+ * boundaries and each piece goes to the copy with the least outstanding I/O,
+ * staying on the previous piece's member while the read is sequential
+ * (layout.c), as md keeps a sequential reader on one disk.  Writes go to
+ * every member.
+ */
+#include <errno.h>
+#include <stdio.h>
+
+#include "layout.h"
+
+static int
+raid1_setup(struct raid_geom *g, const char *layout, char *err, size_t errlen)
+{
+	if (layout && *layout) {
+		snprintf(err, errlen, "raid1 takes no layout (got '%s')",
+			 layout);
+		return -EINVAL;
+	}
+	g->copies = g->nr_members;
+	g->near_copies = g->nr_members;
+	g->far_copies = 1;
+	g->far_offset = false;
+	g->far_stride = 0;
+	g->array_chunks = g->member_chunks;
+	g->stripe_chunks = 1;
+	return 0;
+}
+
+static unsigned
+raid1_map(const struct raid_geom *g, uint64_t chunk_no, struct raid_loc *locs)
+{
+	for (unsigned i = 0; i < g->nr_members; i++) {
+		locs[i].member = i;
+		locs[i].chunk = chunk_no;
+	}
+	return g->nr_members;
+}
+
+static void
+raid1_layout_name(const struct raid_geom *g, char *buf, size_t len)
+{
+	(void)g;
+	snprintf(buf, len, "%s", "");
+}
+
+const struct raid_layout raid1_layout = {
+	.name        = "raid1",
+	.level       = 1,
+	.min_members = 1,
+	.setup       = raid1_setup,
+	.map         = raid1_map,
+	.layout_name = raid1_layout_name,
+	.read        = layout_read_one,
+	.write       = layout_write_all,
+};

@@ -1,0 +1,142 @@
+/*
+ * raid10.c: md's RAID10, with near, far and offset copies.
+ *
+ * The layout string is md's: a letter and a copy count, "n2" by default.
+ * The mapping follows md's __raid10_find_phys() with far_set_size = members
+ * (the layout mdadm creates).  Logical chunk k, with n members, nc near
+ * copies, fc far copies:
+ *
+ *   c = k * nc;  dev = c mod n;  row = c div n;  (offset: row *= fc)
+ *   near copy j (0 <= j < nc): member (dev + j), wrapping to the next row;
+ *   far copy f of each near copy: member + f*nc (mod n), row + f*stride.
+ *
+ * stride is one row for "o" (offset) layouts; for "f" (far) layouts it is
+ * the member chunks in use divided by fc, so each far copy lives in its own
+ * region of every member.  n2 over 3 members, f2 over 3, o2 over 3:
+ *
+ *   n2   m0 m1 m2     f2   m0 m1 m2     o2   m0 m1 m2
+ *   r0   0  0  1      r0   0  1  2      r0   0  1  2
+ *   r1   1  2  2      r1   3  4  5      r1   2  0  1
+ *   r2   3  3  4      ..                r2   3  4  5
+ *                     s+0  2  0  1      r3   5  3  4
+ *                     s+1  5  3  4
+ *
+ * Copies need not divide the member count (md allows 2 copies on 3 or 5
+ * members).  Array chunks = (member chunks / fc) * n / nc, as md's
+ * raid10_size().
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "layout.h"
+
+/* Parse "n2" / "f3" / "o2" into g; NULL or "" means n2. */
+static int
+raid10_parse(struct raid_geom *g, const char *layout, char *err,
+	     size_t errlen)
+{
+	const char *s = (layout && *layout) ? layout : "n2";
+	char *end;
+	unsigned long k;
+
+	if (s[0] != 'n' && s[0] != 'f' && s[0] != 'o') {
+		snprintf(err, errlen,
+			 "raid10 layout '%s': must be n<copies>, f<copies> or o<copies>",
+			 s);
+		return -EINVAL;
+	}
+	errno = 0;
+	k = strtoul(s + 1, &end, 10);
+	if (errno || end == s + 1 || *end || k < 2 || k > RAID_MAX_COPIES) {
+		snprintf(err, errlen,
+			 "raid10 layout '%s': copies must be a number from 2 to %d",
+			 s, RAID_MAX_COPIES);
+		return -EINVAL;
+	}
+	g->near_copies = s[0] == 'n' ? k : 1;
+	g->far_copies = s[0] == 'n' ? 1 : k;
+	g->far_offset = s[0] == 'o';
+	return 0;
+}
+
+static int
+raid10_setup(struct raid_geom *g, const char *layout, char *err, size_t errlen)
+{
+	uint64_t used;
+	int r = raid10_parse(g, layout, err, errlen);
+
+	if (r < 0) {
+		return r;
+	}
+	g->copies = g->near_copies * g->far_copies;
+	if (g->copies > g->nr_members) {
+		snprintf(err, errlen,
+			 "raid10 layout '%s': %u copies need at least %u members, have %u",
+			 layout && *layout ? layout : "n2", g->copies,
+			 g->copies, g->nr_members);
+		return -EINVAL;
+	}
+	g->array_chunks = (g->member_chunks / g->far_copies) *
+			  g->nr_members / g->near_copies;
+	/* md's calc_sectors(): chunks used per member, rounded up. */
+	used = (g->array_chunks * g->copies + g->nr_members - 1) /
+	       g->nr_members;
+	g->far_stride = g->far_offset ? 1 : used / g->far_copies;
+	g->stripe_chunks = g->nr_members / g->near_copies;
+	if (g->stripe_chunks == 0) {
+		g->stripe_chunks = 1;
+	}
+	return 0;
+}
+
+static unsigned
+raid10_map(const struct raid_geom *g, uint64_t chunk_no, struct raid_loc *locs)
+{
+	uint64_t c = chunk_no * g->near_copies;
+	uint64_t row = c / g->nr_members;
+	unsigned dev = c % g->nr_members;
+	unsigned slot = 0;
+
+	if (g->far_offset) {
+		row *= g->far_copies;
+	}
+	for (unsigned j = 0; j < g->near_copies; j++) {
+		unsigned d = dev;
+		uint64_t s = row;
+
+		locs[slot++] = (struct raid_loc){ d, s };
+		for (unsigned f = 1; f < g->far_copies; f++) {
+			d = (d + g->near_copies) % g->nr_members;
+			s += g->far_stride;
+			locs[slot++] = (struct raid_loc){ d, s };
+		}
+		if (++dev == g->nr_members) {
+			dev = 0;
+			row++;
+		}
+	}
+	return slot;
+}
+
+static void
+raid10_layout_name(const struct raid_geom *g, char *buf, size_t len)
+{
+	if (g->far_copies == 1) {
+		snprintf(buf, len, "n%u", g->near_copies);
+	} else {
+		snprintf(buf, len, "%c%u", g->far_offset ? 'o' : 'f',
+			 g->far_copies);
+	}
+}
+
+const struct raid_layout raid10_layout = {
+	.name        = "raid10",
+	.level       = 10,
+	.min_members = 2,
+	.setup       = raid10_setup,
+	.map         = raid10_map,
+	.layout_name = raid10_layout_name,
+	.read        = layout_read_one,
+	.write       = layout_write_all,
+};

@@ -1,0 +1,180 @@
+/*
+ * member.c: open one member, learn its size, alignment and identity, and
+ * pick its I/O backend.
+ *
+ * Alignment: a member opened O_DIRECT needs buffers aligned to
+ * stx_dio_mem_align and offsets/lengths aligned to stx_dio_offset_align
+ * (statx STATX_DIOALIGN); without that answer, 4096 for both.  A buffered
+ * member needs nothing (1, 1).
+ *
+ * Backend (io=auto): io_uring, except on tmpfs, where io_uring has no
+ * non-blocking path and hands every request to an io-wq thread: there a
+ * plain pread/pwrite is the faster path (docs/design.md has the numbers).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <linux/magic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "member.h"
+
+static void
+member_alignment(struct raid_member *m)
+{
+	struct statx stx;
+	unsigned lbs = 512;
+
+	m->mem_align = m->io_align = 1;
+	if (!m->direct) {
+		return;
+	}
+	if (m->is_blk && ioctl(m->fd, BLKSSZGET, &lbs) < 0) {
+		lbs = 4096;
+	}
+	m->mem_align = m->io_align = m->is_blk ? lbs : 4096;
+	if (statx(m->fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) == 0 &&
+	    (stx.stx_mask & STATX_DIOALIGN) && stx.stx_dio_offset_align) {
+		m->mem_align = stx.stx_dio_mem_align;
+		m->io_align = stx.stx_dio_offset_align;
+	}
+}
+
+static const struct io_backend *
+member_backend(const struct raid_member *m, enum raid_io_mode io)
+{
+	struct statfs sfs;
+
+	switch (io) {
+	case RAID_IO_URING:
+		return &uring_backend;
+	case RAID_IO_PSYNC:
+		return &psync_backend;
+	case RAID_IO_AUTO:
+		break;
+	}
+	if (fstatfs(m->fd, &sfs) == 0 && sfs.f_type == TMPFS_MAGIC) {
+		return &psync_backend;
+	}
+	return &uring_backend;
+}
+
+static int
+member_size(struct raid_member *m, const struct stat *st)
+{
+	if (S_ISBLK(st->st_mode)) {
+		m->is_blk = true;
+		m->dev = st->st_rdev;
+		m->ino = 0;
+		if (ioctl(m->fd, BLKGETSIZE64, &m->size) < 0) {
+			return -errno;
+		}
+		return 0;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		return -EINVAL;
+	}
+	m->dev = st->st_dev;
+	m->ino = st->st_ino;
+	m->size = st->st_size;
+	return 0;
+}
+
+static int
+member_open_fd(struct raid_member *m, bool direct)
+{
+	int flags = O_CLOEXEC | (direct ? O_DIRECT : 0);
+
+	m->fd = open(m->path, O_RDWR | flags);
+	if (m->fd < 0 && (errno == EROFS || errno == EACCES)) {
+		m->fd = open(m->path, O_RDONLY | flags);
+		m->read_only = m->fd >= 0;
+	}
+	return m->fd < 0 ? -errno : 0;
+}
+
+int
+member_open(struct raid_member *m, unsigned role, const char *path,
+	    bool direct, enum raid_io_mode io)
+{
+	struct stat st;
+	int r;
+
+	memset(m, 0, sizeof(*m));
+	m->role = role;
+	m->fd = -1;
+	m->path = strdup(path);
+	if (!m->path) {
+		return -ENOMEM;
+	}
+	r = member_open_fd(m, direct);
+	if (r == -EINVAL && direct) {
+		raid_error("member %u (%s): open: O_DIRECT is not supported here (use direct=false)",
+			   role, path);
+		return r;
+	}
+	if (r < 0) {
+		raid_error("member %u (%s): open: %s", role, path, strerror(-r));
+		return r;
+	}
+	m->direct = direct;
+	if (fstat(m->fd, &st) < 0 || (r = member_size(m, &st)) < 0) {
+		r = r < 0 ? r : -errno;
+		raid_error("member %u (%s): %s", role, path,
+			   r == -EINVAL ? "not a regular file or block device"
+					: strerror(-r));
+		return r;
+	}
+	member_alignment(m);
+	m->be = member_backend(m, io);
+	raid_debug("member %u (%s): %llu bytes, %s%s, align %u/%u, io %s",
+		   role, path, (unsigned long long)m->size,
+		   m->is_blk ? "block device" : "file",
+		   m->direct ? " O_DIRECT" : "", m->mem_align, m->io_align,
+		   m->be->name);
+	return 0;
+}
+
+void
+member_close(struct raid_member *m)
+{
+	if (m->fd >= 0) {
+		close(m->fd);
+	}
+	free(m->path);
+	m->fd = -1;
+	m->path = NULL;
+}
+
+void
+member_extent(struct raid_member *m, uint64_t off, uint64_t len, bool *hole,
+	      uint64_t *run)
+{
+	off_t d, h;
+
+	*hole = false;
+	*run = len;
+	if (m->fd < 0 || m->is_blk) {
+		return;
+	}
+	d = lseek(m->fd, off, SEEK_DATA);
+	if (d < 0) {
+		*hole = errno == ENXIO; /* no data after off: hole to EOF */
+		return;
+	}
+	if ((uint64_t)d > off) {
+		*hole = true;
+		*run = (uint64_t)d - off < len ? (uint64_t)d - off : len;
+		return;
+	}
+	h = lseek(m->fd, off, SEEK_HOLE);
+	if (h > (off_t)off && (uint64_t)h - off < len) {
+		*run = (uint64_t)h - off;
+	}
+}

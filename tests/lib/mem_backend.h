@@ -1,0 +1,35 @@
+/*
+ * mem_backend.h: in-memory members behind struct io_backend, for unit tests
+ * without files, root or io_uring.  Each member can be told to fail its
+ * n-th request (or every request) with a chosen errno; every request is
+ * counted by op, and the flags of writes are recorded.
+ */
+#ifndef MEM_BACKEND_H
+#define MEM_BACKEND_H
+
+#include <stdint.h>
+
+#include "io/io.h"
+#include "member.h"
+
+struct mem_member {
+	uint8_t *data;
+	uint64_t size;
+	unsigned ops;          /* requests seen */
+	unsigned count[8];     /* requests seen, by enum io_op */
+	unsigned fua_writes;   /* writes that carried IO_FUA */
+	unsigned fail_at;      /* fail the fail_at-th request (1-based); 0 never */
+	bool fail_always;
+	int fail_errno;        /* positive errno */
+};
+
+extern const struct io_backend mem_backend;
+
+/* n members of `size` bytes each, zero-filled, roles 0..n-1. */
+struct raid_member *mem_members_create(unsigned n, uint64_t size);
+/* Members of different sizes. */
+struct raid_member *mem_members_create_sizes(unsigned n, const uint64_t *sizes);
+void mem_members_free(struct raid_member *m, unsigned n);
+struct mem_member *mem_of(struct raid_member *m);
+
+#endif
