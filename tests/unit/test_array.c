@@ -1,0 +1,384 @@
+/*
+ * test_array.c: the core's request path over in-memory members: splitting
+ * at chunk boundaries, batching, FUA, flush fan-out, read balancing, error
+ * propagation and the refusals of array_create().  Data is checked byte for
+ * byte against a flat model of the array, and member bytes against the
+ * places raid_locate() names (whose mapping test_layout.c proves against an
+ * independent model of md).
+ */
+#undef NDEBUG
+#include <assert.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "array.h"
+#include "mem_backend.h"
+#include "util.h"
+
+#define CHUNK 4096u
+
+static char last_error[512];
+
+static void
+capture_log(enum raid_log_level lvl, const char *fmt, va_list ap)
+{
+	if (lvl == RAID_LOG_ERROR) {
+		vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	}
+}
+
+struct fixture {
+	struct raid_config cfg;
+	struct raid_member *m;
+	unsigned n;
+	struct raid_array *a;
+};
+
+static int
+make_array(struct fixture *f, int level, const char *layout, unsigned n,
+	   uint64_t member_size)
+{
+	raid_config_init(&f->cfg);
+	f->cfg.level = level;
+	f->cfg.chunk = CHUNK;
+	f->cfg.layout = layout ? strdup(layout) : NULL;
+	f->n = n;
+	f->m = mem_members_create(n, member_size);
+	return array_create(&f->cfg, f->m, n, &f->a);
+}
+
+static void
+free_array(struct fixture *f)
+{
+	raid_close(f->a);
+	mem_members_free(f->m, f->n);
+	raid_config_free(&f->cfg);
+}
+
+static uint64_t rng_state = 42;
+
+static uint64_t
+rnd(uint64_t n)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return n ? rng_state % n : 0;
+}
+
+/* Every copy of every array byte holds the model's byte. */
+static void
+check_members(struct fixture *f, const uint8_t *model)
+{
+	struct raid_place p[RAID_MAX_COPIES];
+
+	for (uint64_t off = 0; off < f->a->size; off++) {
+		int n = raid_locate(f->a, off, p, RAID_MAX_COPIES);
+
+		assert_true(n >= 1);
+		for (int i = 0; i < n; i++) {
+			uint8_t got = mem_of(&f->m[p[i].member])->data[p[i].offset];
+
+			if (got != model[off]) {
+				print_error("byte %llu copy %d member %u: %u != %u\n",
+					    (unsigned long long)off, i,
+					    p[i].member, got, model[off]);
+				fail();
+			}
+		}
+	}
+}
+
+/* Random unaligned writes, trims, zeroes and reads against a flat model. */
+static void
+random_ops(int level, const char *layout, unsigned n)
+{
+	struct fixture f;
+	uint8_t *model, *buf;
+	uint64_t size;
+
+	assert_int_equal(make_array(&f, level, layout, n, 9 * CHUNK + 100), 0);
+	size = f.a->size;
+	model = calloc(1, size);
+	buf = malloc(size);
+	for (unsigned i = 0; i < 300; i++) {
+		uint64_t off = rnd(size), len = 1 + rnd(MIN(size - off, 5 * CHUNK));
+		unsigned op = rnd(10);
+
+		if (op < 5) {
+			for (uint64_t j = 0; j < len; j++) {
+				buf[j] = rnd(256);
+			}
+			assert_int_equal(raid_pwrite(f.a, buf, len, off,
+						     op == 0 ? RAID_FUA : 0), 0);
+			memcpy(model + off, buf, len);
+		} else if (op < 7) {
+			assert_int_equal(raid_zero(f.a, len, off,
+						   op == 5 ? RAID_MAY_TRIM : 0), 0);
+			memset(model + off, 0, len);
+		} else if (op == 7) {
+			/* Trim on memory members reads back zero. */
+			assert_int_equal(raid_trim(f.a, len, off, 0), 0);
+			memset(model + off, 0, len);
+		} else {
+			assert_int_equal(raid_pread(f.a, buf, len, off, 0), 0);
+			assert_memory_equal(buf, model + off, len);
+		}
+	}
+	assert_int_equal(raid_pread(f.a, buf, size, 0, 0), 0);
+	assert_memory_equal(buf, model, size);
+	check_members(&f, model);
+	free(model);
+	free(buf);
+	free_array(&f);
+}
+
+/* Every level and layout round-trips random unaligned I/O, md placement. */
+static void
+test_array_random_ops_every_level(void **state)
+{
+	(void)state;
+	for (unsigned n = 1; n <= 6; n++) {
+		random_ops(0, NULL, n);
+		random_ops(1, NULL, n);
+	}
+	for (unsigned n = 2; n <= 6; n++) {
+		random_ops(10, "n2", n);
+		random_ops(10, "f2", n);
+		random_ops(10, "o2", n);
+	}
+	for (unsigned n = 3; n <= 6; n++) {
+		random_ops(10, "n3", n);
+		random_ops(10, "f3", n);
+		random_ops(10, "o3", n);
+	}
+}
+
+/* Array size follows md: the smallest member, in whole chunks. */
+static void
+test_array_size_uses_smallest_member(void **state)
+{
+	uint64_t sizes[3] = { 10 * CHUNK, 7 * CHUNK + 5, 12 * CHUNK };
+	struct raid_config cfg;
+	struct raid_member *m = mem_members_create_sizes(3, sizes);
+	struct raid_array *a;
+
+	(void)state;
+	raid_config_init(&cfg);
+	cfg.level = 0;
+	cfg.chunk = CHUNK;
+	assert_int_equal(array_create(&cfg, m, 3, &a), 0);
+	assert_int_equal(a->size, 3 * 7 * CHUNK);
+	raid_close(a);
+	cfg.level = 1;
+	assert_int_equal(array_create(&cfg, m, 3, &a), 0);
+	assert_int_equal(a->size, 7 * CHUNK);
+	raid_close(a);
+	cfg.level = 10; /* n2 over 3: 7 * 3 / 2 = 10 chunks */
+	assert_int_equal(array_create(&cfg, m, 3, &a), 0);
+	assert_int_equal(a->size, 10 * CHUNK);
+	raid_close(a);
+	mem_members_free(m, 3);
+}
+
+/* A member smaller than one chunk is refused, named, with its size. */
+static void
+test_array_refuses_member_smaller_than_chunk(void **state)
+{
+	uint64_t sizes[2] = { 10 * CHUNK, CHUNK - 1 };
+	struct raid_config cfg;
+	struct raid_member *m = mem_members_create_sizes(2, sizes);
+	struct raid_array *a = NULL;
+
+	(void)state;
+	raid_config_init(&cfg);
+	cfg.level = 0;
+	cfg.chunk = CHUNK;
+	assert_int_equal(array_create(&cfg, m, 2, &a), -EINVAL);
+	assert_string_equal(last_error,
+			    "member 1 (mem1): size 4095 is smaller than one chunk (4096)");
+	mem_members_free(m, 2);
+}
+
+/* The same file twice (same identity, whatever the path) is refused. */
+static void
+test_array_refuses_same_file_twice(void **state)
+{
+	struct raid_config cfg;
+	struct raid_member *m = mem_members_create(3, 8 * CHUNK);
+	struct raid_array *a = NULL;
+
+	(void)state;
+	raid_config_init(&cfg);
+	cfg.level = 1;
+	cfg.chunk = CHUNK;
+	m[2].fd = 99; /* identity is only compared for members with an fd */
+	m[0].fd = 98;
+	m[2].dev = m[0].dev;
+	m[2].ino = m[0].ino;
+	assert_int_equal(array_create(&cfg, m, 3, &a), -EINVAL);
+	assert_string_equal(last_error,
+			    "member 2 (mem2): same file as member 0 (mem0)");
+	m[0].fd = m[2].fd = -1;
+	mem_members_free(m, 3);
+}
+
+/* A member error reaches the caller as its errno, naming the member. */
+static void
+test_array_member_error_propagates(void **state)
+{
+	struct fixture f;
+	char buf[3 * CHUNK];
+
+	(void)state;
+	assert_int_equal(make_array(&f, 0, NULL, 3, 8 * CHUNK), 0);
+	mem_of(&f.m[1])->fail_always = true;
+	last_error[0] = '\0';
+	/* Chunk 0 is on member 0: unaffected. */
+	assert_int_equal(raid_pread(f.a, buf, CHUNK, 0, 0), 0);
+	assert_int_equal(raid_pread(f.a, buf, 3 * CHUNK, 0, 0), -EIO);
+	assert_non_null(strstr(last_error, "member 1 (mem1): read at 0+4096"));
+	mem_of(&f.m[1])->fail_errno = ENOSPC;
+	assert_int_equal(raid_pwrite(f.a, buf, 2 * CHUNK, 100, 0), -ENOSPC);
+	assert_int_equal(raid_flush(f.a), -ENOSPC);
+	free_array(&f);
+}
+
+/* A failure on one request of a batch does not stop the others. */
+static void
+test_array_error_reaps_whole_batch(void **state)
+{
+	struct fixture f;
+	char buf[4 * CHUNK];
+
+	(void)state;
+	assert_int_equal(make_array(&f, 0, NULL, 4, 8 * CHUNK), 0);
+	mem_of(&f.m[0])->fail_at = 1;
+	memset(buf, 7, sizeof(buf));
+	assert_int_equal(raid_pwrite(f.a, buf, sizeof(buf), 0, 0), -EIO);
+	for (unsigned i = 1; i < 4; i++) {
+		assert_int_equal(mem_of(&f.m[i])->count[IO_WRITE], 1);
+		assert_int_equal(mem_of(&f.m[i])->data[0], 7);
+	}
+	free_array(&f);
+}
+
+/* FUA is carried by every member write; flush reaches every member once. */
+static void
+test_array_fua_and_flush_reach_every_member(void **state)
+{
+	struct fixture f;
+	char buf[8 * CHUNK] = { 1 };
+
+	(void)state;
+	assert_int_equal(make_array(&f, 10, "n2", 4, 8 * CHUNK), 0);
+	assert_int_equal(raid_pwrite(f.a, buf, sizeof(buf), 0, RAID_FUA), 0);
+	assert_int_equal(raid_flush(f.a), 0);
+	for (unsigned i = 0; i < 4; i++) {
+		struct mem_member *mm = mem_of(&f.m[i]);
+
+		assert_true(mm->count[IO_WRITE] > 0);
+		assert_int_equal(mm->fua_writes, mm->count[IO_WRITE]);
+		assert_int_equal(mm->count[IO_FLUSH], 1);
+	}
+	free_array(&f);
+}
+
+/* Trim with FUA flushes the members it touched, and only those. */
+static void
+test_array_trim_fua_flushes_touched_members(void **state)
+{
+	struct fixture f;
+
+	(void)state;
+	assert_int_equal(make_array(&f, 0, NULL, 4, 8 * CHUNK), 0);
+	assert_int_equal(raid_trim(f.a, 2 * CHUNK, CHUNK, RAID_FUA), 0);
+	assert_int_equal(mem_of(&f.m[0])->count[IO_FLUSH], 0);
+	assert_int_equal(mem_of(&f.m[1])->count[IO_FLUSH], 1);
+	assert_int_equal(mem_of(&f.m[2])->count[IO_FLUSH], 1);
+	assert_int_equal(mem_of(&f.m[3])->count[IO_FLUSH], 0);
+	free_array(&f);
+}
+
+/* One request is one batch: contiguous pieces on a member merge into one. */
+static void
+test_array_sequential_mirror_read_is_one_member_io(void **state)
+{
+	struct fixture f;
+	static char buf[16 * CHUNK];
+
+	(void)state;
+	assert_int_equal(make_array(&f, 1, NULL, 2, 32 * CHUNK), 0);
+	assert_int_equal(raid_pread(f.a, buf, sizeof(buf), 0, 0), 0);
+	assert_int_equal(mem_of(&f.m[0])->count[IO_READ] +
+			 mem_of(&f.m[1])->count[IO_READ], 1);
+	/* A zero over 8 chunks of RAID0 on 2 members: one request each. */
+	free_array(&f);
+	assert_int_equal(make_array(&f, 0, NULL, 2, 32 * CHUNK), 0);
+	assert_int_equal(raid_zero(f.a, 8 * CHUNK, 0, 0), 0);
+	assert_int_equal(mem_of(&f.m[0])->count[IO_ZERO], 1);
+	assert_int_equal(mem_of(&f.m[1])->count[IO_ZERO], 1);
+	free_array(&f);
+}
+
+/* Reads go to the copy with the fewest I/Os in flight. */
+static void
+test_array_read_balances_to_least_busy_copy(void **state)
+{
+	struct fixture f;
+	char buf[CHUNK];
+
+	(void)state;
+	assert_int_equal(make_array(&f, 1, NULL, 3, 8 * CHUNK), 0);
+	atomic_store(&f.m[0].inflight, 5);
+	atomic_store(&f.m[1].inflight, 2);
+	atomic_store(&f.m[2].inflight, 3);
+	assert_int_equal(raid_pread(f.a, buf, CHUNK, 0, 0), 0);
+	assert_int_equal(mem_of(&f.m[1])->count[IO_READ], 1);
+	assert_int_equal(mem_of(&f.m[0])->count[IO_READ], 0);
+	/* Completion gives the count back. */
+	assert_int_equal(atomic_load(&f.m[1].inflight), 2);
+	free_array(&f);
+}
+
+/* Requests past the end are refused before any member I/O. */
+static void
+test_array_refuses_out_of_range(void **state)
+{
+	struct fixture f;
+	char buf[16];
+
+	(void)state;
+	assert_int_equal(make_array(&f, 0, NULL, 2, 8 * CHUNK), 0);
+	assert_int_equal(raid_pread(f.a, buf, 16, f.a->size - 8, 0), -ENOSPC);
+	assert_int_equal(mem_of(&f.m[0])->ops + mem_of(&f.m[1])->ops, 0);
+	free_array(&f);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_array_random_ops_every_level),
+		cmocka_unit_test(test_array_size_uses_smallest_member),
+		cmocka_unit_test(test_array_refuses_member_smaller_than_chunk),
+		cmocka_unit_test(test_array_refuses_same_file_twice),
+		cmocka_unit_test(test_array_member_error_propagates),
+		cmocka_unit_test(test_array_error_reaps_whole_batch),
+		cmocka_unit_test(test_array_fua_and_flush_reach_every_member),
+		cmocka_unit_test(test_array_trim_fua_flushes_touched_members),
+		cmocka_unit_test(test_array_sequential_mirror_read_is_one_member_io),
+		cmocka_unit_test(test_array_read_balances_to_least_busy_copy),
+		cmocka_unit_test(test_array_refuses_out_of_range),
+	};
+
+	raid_set_log(capture_log);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
