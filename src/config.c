@@ -198,7 +198,7 @@ check_source(struct raid_config *c, unsigned i)
 		return 0;
 	}
 	if (options[i].repeats) {
-		raid_error("key '%s' given both on the %s and in the %s",
+		raid_error("key '%s' given in both the %s and the %s",
 			   options[i].key, source_name(c, prev, a, sizeof(a)),
 			   source_name(c, c->cur, b, sizeof(b)));
 	} else {

@@ -1,0 +1,267 @@
+/*
+ * test_config.c: the option table: sizes and booleans parsed as nbdkit
+ * parses them, every refusal with its message, config files (relative
+ * member paths, comments) and conflicts between the command line and a file.
+ */
+#undef NDEBUG
+#include <assert.h>
+#include <errno.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "raid.h"
+#include "raid_config.h"
+
+static char last_error[1024];
+
+static void
+capture_log(enum raid_log_level lvl, const char *fmt, va_list ap)
+{
+	if (lvl == RAID_LOG_ERROR) {
+		vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	}
+}
+
+/* Sizes take nbdkit's suffixes, powers of 1024. */
+static void
+test_config_parse_size(void **state)
+{
+	uint64_t n;
+
+	(void)state;
+	assert_int_equal(raid_parse_size("4096", &n), 0);
+	assert_int_equal(n, 4096);
+	assert_int_equal(raid_parse_size("64K", &n), 0);
+	assert_int_equal(n, 65536);
+	assert_int_equal(raid_parse_size("64k", &n), 0);
+	assert_int_equal(n, 65536);
+	assert_int_equal(raid_parse_size("1M", &n), 0);
+	assert_int_equal(n, 1 << 20);
+	assert_int_equal(raid_parse_size("2G", &n), 0);
+	assert_int_equal(n, 2ull << 30);
+	assert_int_equal(raid_parse_size("7b", &n), 0);
+	assert_int_equal(n, 7);
+	assert_int_equal(raid_parse_size("", &n), -EINVAL);
+	assert_int_equal(raid_parse_size("K", &n), -EINVAL);
+	assert_int_equal(raid_parse_size("-1", &n), -EINVAL);
+	assert_int_equal(raid_parse_size("1X", &n), -EINVAL);
+	assert_int_equal(raid_parse_size("1MM", &n), -EINVAL);
+	assert_int_equal(raid_parse_size("99999999999E", &n), -ERANGE);
+}
+
+/* Booleans take nbdkit's spellings. */
+static void
+test_config_parse_bool(void **state)
+{
+	bool b;
+
+	(void)state;
+	assert_int_equal(raid_parse_bool("true", &b), 0);
+	assert_true(b);
+	assert_int_equal(raid_parse_bool("ON", &b), 0);
+	assert_true(b);
+	assert_int_equal(raid_parse_bool("0", &b), 0);
+	assert_false(b);
+	assert_int_equal(raid_parse_bool("maybe", &b), -EINVAL);
+}
+
+/* Chunks are powers of two from 4K to 16M; anything else says so. */
+static void
+test_config_chunk_bounds(void **state)
+{
+	static const char *const bad[] = { "3000", "2K", "32M", "48K", "x" };
+	struct raid_config c;
+
+	(void)state;
+	raid_config_init(&c);
+	assert_int_equal(c.chunk, RAID_DEFAULT_CHUNK);
+	for (unsigned i = 0; i < 5; i++) {
+		assert_int_equal(raid_config_set(&c, "chunk", bad[i]), -EINVAL);
+		assert_non_null(strstr(last_error, "must be a power of two from 4K to 16M"));
+		assert_non_null(strstr(last_error, bad[i]));
+	}
+	assert_int_equal(raid_config_set(&c, "chunk", "16M"), 0);
+	assert_int_equal(c.chunk, 16u << 20);
+	raid_config_free(&c);
+}
+
+/* Unknown keys, bad levels and values are refused by name. */
+static void
+test_config_refuses_unknown_and_bad_values(void **state)
+{
+	struct raid_config c;
+
+	(void)state;
+	raid_config_init(&c);
+	assert_int_equal(raid_config_set(&c, "stripe", "64K"), -EINVAL);
+	assert_string_equal(last_error, "unknown parameter 'stripe'");
+	assert_int_equal(raid_config_set(&c, "level", "5"), -EINVAL);
+	assert_string_equal(last_error, "level '5': must be 0, 1 or 10");
+	assert_int_equal(raid_config_set(&c, "direct", "perhaps"), -EINVAL);
+	assert_int_equal(raid_config_set(&c, "io", "aio"), -EINVAL);
+	assert_int_equal(raid_config_set(&c, "metadata", "1.2"), -EINVAL);
+	assert_int_equal(raid_config_set(&c, "level", "raid10"), 0);
+	assert_int_equal(c.level, 10);
+	raid_config_free(&c);
+}
+
+/* A key given twice is refused, never silently overridden. */
+static void
+test_config_refuses_key_twice(void **state)
+{
+	struct raid_config c;
+
+	(void)state;
+	raid_config_init(&c);
+	assert_int_equal(raid_config_set(&c, "chunk", "64K"), 0);
+	assert_int_equal(raid_config_set(&c, "chunk", "64K"), -EINVAL);
+	assert_string_equal(last_error,
+			    "key 'chunk' given twice (command line, command line)");
+	assert_int_equal(raid_config_set(&c, "member", "/a"), 0);
+	assert_int_equal(raid_config_set(&c, "member", "/b"), 0);
+	assert_int_equal(c.nr_members, 2);
+	raid_config_free(&c);
+}
+
+/* The checks that need the whole config: level, member count, layout. */
+static void
+test_config_check(void **state)
+{
+	struct raid_config c;
+
+	(void)state;
+	raid_config_init(&c);
+	assert_int_equal(raid_config_check(&c), -EINVAL);
+	assert_non_null(strstr(last_error, "level= is required"));
+	raid_config_set(&c, "level", "10");
+	raid_config_set(&c, "member", "/a");
+	assert_int_equal(raid_config_check(&c), -EINVAL);
+	assert_string_equal(last_error,
+			    "level 10 needs at least 2 members, have 1");
+	raid_config_set(&c, "member", "/b");
+	raid_config_set(&c, "layout", "f3");
+	assert_int_equal(raid_config_check(&c), -EINVAL);
+	assert_string_equal(last_error,
+			    "raid10 layout 'f3': 3 copies need at least 3 members, have 2");
+	raid_config_free(&c);
+	raid_config_init(&c);
+	raid_config_set(&c, "level", "0");
+	raid_config_set(&c, "member", "/a");
+	raid_config_set(&c, "layout", "n2");
+	assert_int_equal(raid_config_check(&c), -EINVAL);
+	assert_string_equal(last_error, "raid0 takes no layout (got 'n2')");
+	raid_config_free(&c);
+}
+
+static char *
+write_file(const char *dir, const char *name, const char *text)
+{
+	char *path;
+	FILE *f;
+
+	assert_true(asprintf(&path, "%s/%s", dir, name) > 0);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	return path;
+}
+
+/* A config file: comments, spaces, members relative to the file's folder. */
+static void
+test_config_file_loads(void **state)
+{
+	char dir[] = "/tmp/nbdraid-test-config.XXXXXX";
+	struct raid_config c;
+	char *path, expect[PATH_MAX + 16];
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	path = write_file(dir, "a.conf",
+			  "# an array\n"
+			  "level = 10   # mirrored stripes\n"
+			  "  layout=f2\n"
+			  "\n"
+			  "chunk = 64K\n"
+			  "member = m0.img\n"
+			  "member = /abs/m1.img\n");
+	raid_config_init(&c);
+	assert_int_equal(raid_config_set(&c, "config", path), 0);
+	assert_int_equal(c.level, 10);
+	assert_string_equal(c.layout, "f2");
+	assert_int_equal(c.chunk, 65536);
+	assert_int_equal(c.nr_members, 2);
+	snprintf(expect, sizeof(expect), "%s/m0.img", dir);
+	assert_string_equal(c.members[0], expect);
+	assert_string_equal(c.members[1], "/abs/m1.img");
+	/* The file's keys may not be given again on the command line. */
+	assert_int_equal(raid_config_set(&c, "chunk", "128K"), -EINVAL);
+	assert_non_null(strstr(last_error, "key 'chunk' given twice (config file "));
+	assert_non_null(strstr(last_error, "a.conf, command line)"));
+	assert_int_equal(raid_config_set(&c, "member", "/x"), -EINVAL);
+	assert_non_null(strstr(last_error, "key 'member' given in both the config file"));
+	raid_config_free(&c);
+	unlink(path);
+	free(path);
+	rmdir(dir);
+}
+
+/* Command-line keys first, then a file setting the same key: refused. */
+static void
+test_config_file_conflicts_with_command_line(void **state)
+{
+	char dir[] = "/tmp/nbdraid-test-config.XXXXXX";
+	struct raid_config c;
+	char *path, *bad;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	path = write_file(dir, "b.conf", "level = 1\nmember = m0.img\n");
+	bad = write_file(dir, "c.conf", "level = 1\njunk line\n");
+	raid_config_init(&c);
+	assert_int_equal(raid_config_set(&c, "level", "0"), 0);
+	assert_int_equal(raid_config_set(&c, "config", path), -EINVAL);
+	assert_non_null(strstr(last_error, "b.conf line 1: rejected"));
+	raid_config_free(&c);
+	raid_config_init(&c);
+	assert_int_equal(raid_config_set(&c, "config", bad), -EINVAL);
+	assert_non_null(strstr(last_error, "c.conf line 2: expected key = value"));
+	raid_config_free(&c);
+	raid_config_init(&c);
+	assert_int_equal(raid_config_set(&c, "config", "/nonexistent.conf"),
+			 -ENOENT);
+	assert_string_equal(last_error,
+			    "config file /nonexistent.conf: No such file or directory");
+	raid_config_free(&c);
+	unlink(path);
+	unlink(bad);
+	free(path);
+	free(bad);
+	rmdir(dir);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_config_parse_size),
+		cmocka_unit_test(test_config_parse_bool),
+		cmocka_unit_test(test_config_chunk_bounds),
+		cmocka_unit_test(test_config_refuses_unknown_and_bad_values),
+		cmocka_unit_test(test_config_refuses_key_twice),
+		cmocka_unit_test(test_config_check),
+		cmocka_unit_test(test_config_file_loads),
+		cmocka_unit_test(test_config_file_conflicts_with_command_line),
+	};
+
+	raid_set_log(capture_log);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
