@@ -1,0 +1,844 @@
+"""Shared helpers for the nbdraid integration tests.
+
+Run by /usr/bin/python3 (the interpreter that has python3-libnbd).  The
+tests get the plugin from $NBDRAID_PLUGIN and exit 77 when it is missing.
+
+What is here:
+  skip/fail/seed       exit-code conventions (0 pass, 77 skip, 1 fail) and
+                       the per-run random seed ($NBDRAID_SEED overrides)
+  Geometry             an independent model of where md puts every array
+                       byte (RAID0 striping, RAID1 mirroring, and RAID10 as
+                       md's drivers/md/raid10.c __raid10_find_phys with
+                       far_set_size = raid_disks), plus the md array size
+  Model                the expected array contents as a bytearray; bytes
+                       that were trimmed are "either the old value or zero"
+  Server               one nbdkit on a unix socket in a private temp dir,
+                       started with --exit-with-parent, killed by its pid
+  Workload             random pread/pwrite/flush/trim/zero over several
+                       connections at once, checked against a Model
+  verify_members       read the member files and check every copy of every
+                       array byte where Geometry says it lives, and that
+                       bytes no copy maps to were never written (still zero)
+
+Member files are created sparse (truncate), so "never written" reads zero.
+"""
+
+import ctypes
+import errno
+import faulthandler
+import hashlib
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import nbd
+
+SKIP = 77
+KiB = 1024
+MiB = 1024 * 1024
+
+
+# ---------------------------------------------------------------------------
+# Exit conventions
+
+
+def skip(why):
+    print("SKIP: %s" % why, flush=True)
+    sys.exit(SKIP)
+
+
+class TestFailure(Exception):
+    pass
+
+
+def fail(why):
+    raise TestFailure(why)
+
+
+def check(cond, why):
+    if not cond:
+        fail(why)
+
+
+def run_main(fn):
+    """Run fn(); print the failure and exit 1 on TestFailure or any error."""
+    start = time.monotonic()
+    # A hung plugin must not hang the suite: dump every thread's stack and
+    # exit 1 (nbdkit follows us out through --exit-with-parent).
+    faulthandler.dump_traceback_later(
+        int(os.environ.get("NBDRAID_TIMEOUT", "110")), exit=True)
+    try:
+        fn()
+    except TestFailure as e:
+        print("FAIL: %s" % e, flush=True)
+        sys.exit(1)
+    print("PASS (%.1fs)" % (time.monotonic() - start), flush=True)
+    sys.exit(0)
+
+
+def plugin():
+    p = os.environ.get("NBDRAID_PLUGIN")
+    if not p:
+        skip("NBDRAID_PLUGIN is not set")
+    if not os.path.isfile(p):
+        skip("plugin %s not built" % p)
+    if shutil.which("nbdkit") is None:
+        skip("nbdkit not installed")
+    return os.path.abspath(p)
+
+
+def seed(name):
+    """The run's seed: $NBDRAID_SEED or a fresh one; printed for replay."""
+    s = os.environ.get("NBDRAID_SEED")
+    s = int(s) if s else random.SystemRandom().randrange(1 << 32)
+    print("%s: seed %d (rerun with NBDRAID_SEED=%d)" % (name, s, s),
+          flush=True)
+    return s
+
+
+def keep_tmp():
+    return bool(os.environ.get("NBDRAID_KEEP"))
+
+
+class TempDir:
+    """A private temp dir, removed on exit unless $NBDRAID_KEEP is set."""
+
+    def __init__(self, base=None, prefix="nbdraid-"):
+        self.path = tempfile.mkdtemp(prefix=prefix, dir=base)
+
+    def __enter__(self):
+        return self.path
+
+    def __exit__(self, *exc):
+        if keep_tmp():
+            print("kept %s" % self.path)
+        else:
+            shutil.rmtree(self.path, ignore_errors=True)
+        return False
+
+
+def make_members(folder, sizes, prefix="m"):
+    """Sparse member files of the given sizes; returns absolute paths."""
+    paths = []
+    for i, size in enumerate(sizes):
+        p = os.path.join(os.path.abspath(folder), "%s%d.img" % (prefix, i))
+        with open(p, "wb") as f:
+            f.truncate(size)
+        paths.append(p)
+    return paths
+
+
+def file_state(path):
+    """sha256 and mtime_ns of a file: used to prove it was not modified."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for b in iter(lambda: f.read(MiB), b""):
+            h.update(b)
+    st = os.stat(path)
+    return (h.hexdigest(), st.st_mtime_ns, st.st_size)
+
+
+def o_direct_works(folder):
+    """True if a file in folder can be opened O_DIRECT and written."""
+    p = os.path.join(folder, ".odirect-probe")
+    try:
+        with open(p, "wb") as f:
+            f.truncate(64 * KiB)
+        fd = os.open(p, os.O_RDWR | os.O_DIRECT)
+        try:
+            import mmap
+            buf = mmap.mmap(-1, 4096)
+            os.pwrite(fd, buf, 0)
+        finally:
+            os.close(fd)
+        return True
+    except OSError:
+        return False
+    finally:
+        try:
+            os.unlink(p)
+        except OSError:
+            pass
+
+
+def io_uring_works():
+    """True if io_uring_setup(2) succeeds here (not disabled, not seccomp)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        params = ctypes.create_string_buffer(120)  # struct io_uring_params
+        fd = libc.syscall(425, 4, params)          # __NR_io_uring_setup
+        if fd < 0:
+            return False
+        os.close(fd)
+        return True
+    except Exception:
+        return False
+
+
+# ---------------------------------------------------------------------------
+# The md placement model (independent of the plugin's code)
+
+
+def parse_layout(layout, n):
+    """RAID10 layout name -> (near_copies, far_copies, far_offset)."""
+    m = re.fullmatch(r"([nfo])([0-9]+)", layout)
+    if not m:
+        raise ValueError("bad layout %r" % layout)
+    k = int(m.group(2))
+    if m.group(1) == "n":
+        return (k, 1, False)
+    return (1, k, m.group(1) == "o")
+
+
+class Geometry:
+    """Where md keeps each array chunk, and how big md makes the array.
+
+    copies(k) lists (member, member_chunk) for logical chunk k, first copy
+    first.  Sizes follow md: RAID0 n * smallest, RAID1 smallest, RAID10
+    (smallest_chunks // far_copies) * n // near_copies chunks; all whole
+    chunks.  Array data starts at offset 0 of every member.
+    """
+
+    def __init__(self, level, sizes, chunk, layout=None):
+        self.level = level
+        self.sizes = list(sizes)
+        self.n = n = len(sizes)
+        self.chunk = chunk
+        self.layout = layout
+        self.smallest_chunks = sc = min(sizes) // chunk
+        if level == 0:
+            self.chunks = sc * n
+        elif level == 1:
+            self.chunks = sc
+        elif level == 10:
+            nc, fc, fo = parse_layout(layout or "n2", n)
+            assert 2 <= nc * fc <= n, "copies must fit the members"
+            self.nc, self.fc, self.fo = nc, fc, fo
+            self.chunks = (sc // fc) * n // nc
+            used = -(-self.chunks * nc * fc // n)  # md: DIV_ROUND_UP
+            self.stride = 1 if fo else used // fc
+        else:
+            raise ValueError("level %r" % level)
+        self.size = self.chunks * chunk
+
+    def params(self):
+        """The plugin parameters describing this geometry (minus members)."""
+        p = ["level=%d" % self.level, "chunk=%d" % self.chunk]
+        if self.level == 10 and self.layout:
+            p.append("layout=%s" % self.layout)
+        return p
+
+    def name(self):
+        s = "raid%d" % self.level
+        if self.level == 10:
+            s += "-" + (self.layout or "n2")
+        return "%s x%d chunk=%dK sizes=%s" % (
+            s, self.n, self.chunk // KiB, ",".join(str(x) for x in self.sizes))
+
+    def copies(self, k):
+        assert 0 <= k < self.chunks
+        if self.level == 0:
+            return [(k % self.n, k // self.n)]
+        if self.level == 1:
+            return [(m, k) for m in range(self.n)]
+        return self._raid10(k)
+
+    def _raid10(self, k):
+        # md __raid10_find_phys, counted in chunks instead of sectors, with
+        # far_set_size == raid_disks (so "d %= far_set_size" wraps on n).
+        n, nc, fc = self.n, self.nc, self.fc
+        c = k * nc
+        stripe, dev = divmod(c, n)
+        if self.fo:
+            stripe *= fc
+        out = []
+        for _ in range(nc):
+            d, s = dev, stripe
+            out.append((d, s))
+            for _ in range(1, fc):
+                d = (d + nc) % n
+                s += self.stride
+                out.append((d, s))
+            dev += 1
+            if dev >= n:
+                dev = 0
+                stripe += 1
+        return out
+
+    def pieces(self, offset, length):
+        """Split [offset, offset+length) at chunk boundaries:
+        yields (array_offset, length, [(member, member_offset), ...])."""
+        end = offset + length
+        while offset < end:
+            k, within = divmod(offset, self.chunk)
+            n = min(end - offset, self.chunk - within)
+            yield offset, n, [(m, mc * self.chunk + within)
+                              for m, mc in self.copies(k)]
+            offset += n
+
+    def self_check(self):
+        """Every copy on its own member, in range, no slot used twice."""
+        seen = set()
+        for k in range(self.chunks):
+            cs = self.copies(k)
+            members = [m for m, _ in cs]
+            assert len(set(members)) == len(members), (self.name(), k, cs)
+            for m, mc in cs:
+                assert 0 <= m < self.n and 0 <= mc < self.smallest_chunks, \
+                    (self.name(), k, cs)
+                assert (m, mc) not in seen, (self.name(), k, cs)
+                seen.add((m, mc))
+
+
+def _rows(geo):
+    """Member-chunk table: rows[member_chunk][member] = logical chunk."""
+    rows = {}
+    for k in range(geo.chunks):
+        for m, mc in geo.copies(k):
+            rows.setdefault(mc, {})[m] = k
+    return [[rows[r].get(m) for m in range(geo.n)] for r in sorted(rows)]
+
+
+def _model_self_test():
+    """The model against layouts drawn in md(4), the md raid10 comments and
+    the kernel commit adding far/offset (DDF stripe/offset example)."""
+    c = 4096
+    # near=2 over 3 drives: A1 A1 A2 / A2 A3 A3 / ...
+    g = Geometry(10, [3 * c] * 3, c, "n2")
+    assert g.chunks == 4, g.chunks
+    assert _rows(g)[:2] == [[0, 0, 1], [1, 2, 2]], _rows(g)
+    # offset=2 over 4 drives: A B C D / D A B C / E F G H / H E F G
+    g = Geometry(10, [4 * c] * 4, c, "o2")
+    assert _rows(g) == [[0, 1, 2, 3], [3, 0, 1, 2],
+                        [4, 5, 6, 7], [7, 4, 5, 6]], _rows(g)
+    # far=2 over 2 drives: the second half holds the copies, rotated by one
+    g = Geometry(10, [4 * c] * 2, c, "f2")
+    assert _rows(g) == [[0, 1], [2, 3], [1, 0], [3, 2]], _rows(g)
+    # far=2 over 3 drives, 4 chunks each: stride is used // 2 = 2 rows
+    g = Geometry(10, [4 * c] * 3, c, "f2")
+    assert g.chunks == 6 and g.stride == 2
+    assert _rows(g) == [[0, 1, 2], [3, 4, 5], [2, 0, 1], [5, 3, 4]], _rows(g)
+    # near=2 over 5 drives, odd chunk count: one slot stays unused
+    g = Geometry(10, [3 * c] * 5, c, "n2")
+    assert g.chunks == 7, g.chunks
+    # RAID10 with near_copies == n is RAID1; near 1 far 1 would be RAID0
+    for n in (2, 3):
+        a = Geometry(10, [5 * c] * n, c, "n%d" % n)
+        b = Geometry(1, [5 * c] * n, c)
+        assert a.size == b.size
+        assert all(sorted(a.copies(k)) == sorted(b.copies(k))
+                   for k in range(a.chunks))
+    for lv, lay, n in [(0, None, 1), (0, None, 3), (1, None, 3),
+                       (10, "n2", 4), (10, "n3", 4), (10, "f3", 4),
+                       (10, "o3", 3), (10, "o2", 5), (10, "f2", 5)]:
+        Geometry(lv, [7 * c + 100] * (n - 1) + [9 * c], c, lay).self_check()
+
+
+_model_self_test()
+
+
+# ---------------------------------------------------------------------------
+# Expected contents
+
+
+class Model:
+    """Expected array bytes.  undef[i] == 1 means byte i was trimmed and may
+    read back as its old value (data[i]) or as zero."""
+
+    def __init__(self, size):
+        self.size = size
+        self.data = bytearray(size)
+        self.undef = bytearray(size)
+
+    def write(self, off, buf):
+        self.data[off:off + len(buf)] = buf
+        self.undef[off:off + len(buf)] = bytes(len(buf))
+
+    def zero(self, off, n):
+        self.data[off:off + n] = bytes(n)
+        self.undef[off:off + n] = bytes(n)
+
+    def trim(self, off, n):
+        self.undef[off:off + n] = b"\x01" * n
+
+    def resolve(self, off, got):
+        """After a read, the trimmed bytes that read as zero are now known
+        (a read can't change them again): keeps the model exact."""
+        n = len(got)
+        if self.undef.find(1, off, off + n) < 0:
+            return
+        self.data[off:off + n] = got
+        self.undef[off:off + n] = bytes(n)
+
+    def mismatch(self, off, got):
+        """None if got matches the model at off, else a description."""
+        return first_mismatch(got, self.data, self.undef, off)
+
+
+def first_mismatch(got, data, undef, off):
+    """Compare got with data[off:]: exact, except bytes marked in undef may
+    also be zero.  Returns None or a description of the first bad byte."""
+    n = len(got)
+    want = data[off:off + n]
+    if got == want:
+        return None
+    bad = None
+    if undef.find(1, off, off + n) >= 0:
+        step = 4096
+        for i in range(0, n, step):
+            g, w = got[i:i + step], want[i:i + step]
+            if g == w:
+                continue
+            u = undef[off + i:off + i + len(g)]
+            if u.count(1) == len(u) and g.count(0) == len(g):
+                continue   # a trimmed block that reads as zero
+            for j in range(len(g)):
+                if g[j] != w[j] and not (u[j] and g[j] == 0):
+                    bad = i + j
+                    break
+            if bad is not None:
+                break
+        if bad is None:
+            return None
+    else:
+        bad = next(i for i in range(n) if got[i] != want[i])
+    ndiff = sum(1 for i in range(n) if got[i] != want[i])
+    return "byte %d: got 0x%02x want 0x%02x%s (%d of %d bytes differ)" % (
+        off + bad, got[bad], want[bad],
+        " or 0 (trimmed)" if undef[off + bad] else "", ndiff, n)
+
+
+def pattern(rng, n):
+    """n random bytes, never all zero (so a lost write is visible)."""
+    b = bytearray(rng.getrandbits(8 * n).to_bytes(n, "little"))
+    if n:
+        b[0] |= 1
+    return b
+
+
+# ---------------------------------------------------------------------------
+# nbdkit
+
+
+def socket_dir():
+    """Unix socket paths must be short (108 bytes): keep them in /tmp."""
+    return tempfile.mkdtemp(prefix="nbdraid-sock-", dir="/tmp")
+
+
+class Server:
+    """nbdkit serving the raid plugin on a unix socket.
+
+        with Server(params) as srv:
+            h = srv.connect()
+
+    params are key=value strings.  nbdkit's stderr goes to a file;
+    srv.stderr() returns it (shown on failure).  Only this nbdkit, by its
+    pid, is ever signalled.  Start it from the main thread: nbdkit's
+    --exit-with-parent follows the thread that forked it.
+    """
+
+    def __init__(self, params, cwd=None, start=True, timeout=20):
+        self.params = list(params)
+        self.cwd = cwd
+        self.sockdir = socket_dir()
+        self.sock = os.path.join(self.sockdir, "sock")
+        self.pidfile = os.path.join(self.sockdir, "pid")
+        self.errfile = os.path.join(self.sockdir, "stderr")
+        self.proc = None
+        self.handles = []
+        if start:
+            self.start(timeout)
+
+    def argv(self):
+        return ["nbdkit", "--exit-with-parent", "-f", "-U", self.sock,
+                "-P", self.pidfile, plugin()] + self.params
+
+    def start(self, timeout=20):
+        err = open(self.errfile, "wb")
+        self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL,
+                                     stdout=err, stderr=err, cwd=self.cwd)
+        err.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            rc = self.proc.poll()
+            if rc is not None:
+                self._cleanup_files()
+                fail("nbdkit exited with %d at startup: %s\nstderr:\n%s" % (
+                    rc, " ".join(self.params), self.stderr()))
+            if os.path.exists(self.pidfile) and os.path.getsize(self.pidfile):
+                with open(self.pidfile) as f:
+                    pid = int(f.read().strip() or 0)
+                check(pid == self.proc.pid, "pid file %d != child %d" % (
+                    pid, self.proc.pid))
+                return self
+            time.sleep(0.01)
+        self.kill(signal.SIGKILL)
+        fail("nbdkit did not start within %ds\nstderr:\n%s" % (
+            timeout, self.stderr()))
+
+    def stderr(self):
+        try:
+            with open(self.errfile, "rb") as f:
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def connect(self, meta_base=False, strict_align=False):
+        h = nbd.NBD()
+        if not strict_align:
+            h.set_strict_mode(h.get_strict_mode() & ~nbd.STRICT_ALIGN)
+        if meta_base:
+            h.add_meta_context(nbd.CONTEXT_BASE_ALLOCATION)
+        h.connect_unix(self.sock)
+        self.handles.append(h)
+        return h
+
+    def close_handles(self):
+        for h in self.handles:
+            try:
+                h.shutdown()
+            except nbd.Error:
+                pass
+        self.handles = []   # libnbd 1.14 closes a handle when it is freed
+
+    def kill(self, sig):
+        """Signal our nbdkit (by pid) and reap it."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, sig)
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self._cleanup_files()
+
+    def stop(self):
+        """Close our connections, SIGTERM nbdkit, return its exit status."""
+        self.close_handles()
+        self.kill(signal.SIGTERM)
+        return self.proc.returncode
+
+    def kill9(self):
+        """Crash nbdkit: no chance to flush anything."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        self.handles = []
+        self._cleanup_files()
+
+    def _cleanup_files(self):
+        # nbdkit 1.32 leaves the socket behind when killed.
+        for p in (self.sock, self.pidfile):
+            try:
+                os.unlink(p)
+            except OSError:
+                pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            if self.proc is not None and self.proc.poll() is None:
+                self.close_handles()
+                self.kill(signal.SIGTERM)
+            if exc[0] is not None and exc[0] is not SystemExit:
+                print("--- nbdkit stderr (%s) ---\n%s--- end ---" % (
+                    " ".join(self.params), self.stderr()), flush=True)
+        finally:
+            shutil.rmtree(self.sockdir, ignore_errors=True)
+        return False
+
+
+def run_expect_failure(params, cwd=None, timeout=20):
+    """Start nbdkit expecting a startup error: returns (exit status, stderr).
+    If nbdkit starts serving instead, it is killed and the test fails."""
+    srv = Server(params, cwd=cwd, start=False)
+    try:
+        err = open(srv.errfile, "wb")
+        srv.proc = subprocess.Popen(srv.argv(), stdin=subprocess.DEVNULL,
+                                    stdout=err, stderr=err, cwd=cwd)
+        err.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            rc = srv.proc.poll()
+            if rc is not None:
+                return rc, srv.stderr()
+            if os.path.exists(srv.pidfile) and os.path.getsize(srv.pidfile):
+                srv.kill(signal.SIGTERM)
+                fail("nbdkit started, but should have refused: %s\n%s" % (
+                    " ".join(params), srv.stderr()))
+            time.sleep(0.01)
+        srv.kill(signal.SIGKILL)
+        fail("nbdkit neither failed nor started: %s" % " ".join(params))
+    finally:
+        srv._cleanup_files()
+        shutil.rmtree(srv.sockdir, ignore_errors=True)
+
+
+def nbd_errno(e):
+    """The numeric errno of an nbd.Error (its .errno is a name like
+    'ENOTSUP' in libnbd 1.14's python binding)."""
+    for a in e.args[1:]:
+        if isinstance(a, int):
+            return a
+    return getattr(errno, str(getattr(e, "errno", "")), None)
+
+
+def check_flags(h):
+    """The NBD features every array offers."""
+    for name in ("can_multi_conn", "can_fua", "can_flush", "can_trim",
+                 "can_zero"):
+        check(getattr(h, name)(), "%s() is false" % name)
+    check(not h.is_read_only(), "export is read-only")
+
+
+def max_request(h, cap=4 * MiB):
+    """Largest request we send: the advertised maximum, at most cap."""
+    try:
+        mx = h.get_block_size(nbd.SIZE_MAXIMUM)
+    except nbd.Error:
+        mx = 0
+    return min(cap, mx) if mx > 0 else cap
+
+
+# ---------------------------------------------------------------------------
+# Checking the members directly
+
+
+def read_member(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def verify_members(geo, model, paths, label=""):
+    """Check every copy of every array byte in the member files, and that
+    member bytes no copy maps to are still zero (never written)."""
+    mem = [read_member(p) for p in paths]
+    for i, p in enumerate(paths):
+        check(len(mem[i]) == geo.sizes[i], "%s: member %d size %d != %d" % (
+            label, i, len(mem[i]), geo.sizes[i]))
+    covered = [bytearray(geo.sizes[i] // geo.chunk + 1) for i in range(geo.n)]
+    c = geo.chunk
+    for k in range(geo.chunks):
+        off = k * c
+        for copy, (m, mc) in enumerate(geo.copies(k)):
+            covered[m][mc] = 1
+            got = mem[m][mc * c:(mc + 1) * c]
+            bad = first_mismatch(got, model.data, model.undef, off)
+            if bad:
+                fail("%s: array chunk %d copy %d on member %d (%s) at member "
+                     "offset %d: %s" % (label, k, copy, m, paths[m], mc * c,
+                                        bad))
+    for m in range(geo.n):
+        for mc in range(-(-geo.sizes[m] // c)):
+            if covered[m][mc]:
+                continue
+            got = mem[m][mc * c:(mc + 1) * c]
+            if got.count(0) != len(got):
+                nz = next(i for i, b in enumerate(got) if b)
+                fail("%s: member %d (%s) byte %d is 0x%02x but lies outside "
+                     "the array's map (should never be written)" % (
+                         label, m, paths[m], mc * c + nz, got[nz]))
+
+
+# ---------------------------------------------------------------------------
+# Random workload over several connections
+
+
+def split_regions(rng, size, count):
+    """count contiguous, unaligned regions covering [0, size)."""
+    cuts = sorted(rng.sample(range(1, size), count - 1))
+    bounds = [0] + cuts + [size]
+    return [(bounds[i], bounds[i + 1]) for i in range(count)]
+
+
+def rand_len(rng, chunk, limit):
+    """Request length: tiny, sub-chunk, a few chunks, or many chunks."""
+    r = rng.random()
+    if r < 0.25:
+        n = rng.randint(1, 600)
+    elif r < 0.55:
+        n = rng.randint(1, 2 * chunk)
+    elif r < 0.85:
+        n = rng.randint(chunk, 6 * chunk + 511)
+    else:
+        n = rng.randint(4 * chunk, 24 * chunk)
+    return max(1, min(n, limit))
+
+
+class Workload:
+    """Random I/O on a Server against a Model.
+
+    Phase A (concurrent): each of `conns` connections runs in its own
+    thread and owns every conns-th of 2*conns unaligned regions; it sends
+    batches of up to `depth` non-overlapping aio requests inside its own
+    regions, so no two in-flight requests overlap and the model stays exact.
+    Phase B (serial): one connection sends requests anywhere, across region
+    and array boundaries.  Reads are checked as they complete.
+    """
+
+    def __init__(self, srv, model, geo, rng, conns=4, depth=4, fast_zero=True):
+        self.srv, self.model, self.geo = srv, model, geo
+        self.rng = rng
+        self.conns = conns
+        self.depth = depth
+        self.handles = [srv.connect() for _ in range(conns)]
+        self.maxreq = max_request(self.handles[0])
+        self.fast_zero = fast_zero and self.handles[0].can_fast_zero()
+        self.errors = []
+        self.counts = {}
+        self.count_lock = threading.Lock()
+
+    # One request: returns (kind, offset, length, extra); issue/complete
+    # are split so a batch can be in flight together.
+    def pick(self, rng, lo, hi):
+        size = hi - lo
+        n = rand_len(rng, self.geo.chunk, min(size, self.maxreq))
+        off = lo + rng.randint(0, size - n)
+        r = rng.random()
+        if r < 0.35:
+            return ("write", off, n, 0)
+        if r < 0.45:
+            return ("write", off, n, nbd.CMD_FLAG_FUA)
+        if r < 0.70:
+            return ("read", off, n, 0)
+        if r < 0.78:
+            return ("trim", off, n, rng.choice([0, nbd.CMD_FLAG_FUA]))
+        if r < 0.86:
+            return ("zero", off, n, 0)                    # may_trim
+        if r < 0.92:
+            return ("zero", off, n, nbd.CMD_FLAG_NO_HOLE)  # no trim
+        if r < 0.96 and self.fast_zero:
+            return ("zero", off, n, nbd.CMD_FLAG_FAST_ZERO)
+        return ("flush", 0, 0, 0)
+
+    def issue(self, h, rng, op):
+        kind, off, n, flags = op
+        if kind == "write":
+            data = pattern(rng, n)
+            return h.aio_pwrite(nbd.Buffer.from_bytearray(data), off,
+                                flags=flags), data
+        if kind == "read":
+            buf = nbd.Buffer(n)
+            return h.aio_pread(buf, off), buf
+        if kind == "trim":
+            return h.aio_trim(n, off, flags=flags), None
+        if kind == "zero":
+            return h.aio_zero(n, off, flags=flags), None
+        return h.aio_flush(), None
+
+    def complete(self, h, op, cookie, extra):
+        kind, off, n, flags = op
+        try:
+            h.aio_command_completed(cookie)
+        except nbd.Error as e:
+            if kind == "zero" and flags & nbd.CMD_FLAG_FAST_ZERO and \
+                    nbd_errno(e) == errno.ENOTSUP:
+                return "fast-zero-unsupported"  # allowed, must not modify
+            fail("%s %d+%d flags=0x%x failed: %s" % (kind, off, n, flags, e))
+        m = self.model
+        if kind == "write":
+            m.write(off, extra)
+        elif kind == "read":
+            got = extra.to_bytearray()
+            bad = m.mismatch(off, got)
+            if bad:
+                fail("read %d+%d: %s" % (off, n, bad))
+            m.resolve(off, got)
+        elif kind == "trim":
+            m.trim(off, n)
+        elif kind == "zero":
+            m.zero(off, n)
+        return kind
+
+    def batch(self, h, rng, ops):
+        inflight = [(op,) + self.issue(h, rng, op) for op in ops]
+        while h.aio_in_flight() > 0:
+            h.poll(-1)
+        done = [self.complete(h, op, cookie, extra)
+                for op, cookie, extra in inflight]
+        with self.count_lock:
+            for k in done:
+                self.counts[k] = self.counts.get(k, 0) + 1
+
+    def disjoint_ops(self, rng, lo, hi):
+        """Up to depth ops on disjoint sub-ranges of [lo, hi)."""
+        k = rng.randint(1, self.depth)
+        if hi - lo < 2 * k:
+            k = 1
+        cuts = sorted(rng.sample(range(lo + 1, hi), k - 1)) if k > 1 else []
+        bounds = [lo] + cuts + [hi]
+        return [self.pick(rng, bounds[i], bounds[i + 1]) for i in range(k)]
+
+    def thread_main(self, idx, regions, steps, seed_):
+        rng = random.Random(seed_)
+        h = self.handles[idx]
+        try:
+            for _ in range(steps):
+                lo, hi = rng.choice(regions)
+                self.batch(h, rng, self.disjoint_ops(rng, lo, hi))
+        except BaseException as e:  # report in the main thread
+            self.errors.append("connection %d: %s" % (idx, e))
+
+    def concurrent_phase(self, steps):
+        regions = split_regions(self.rng, self.geo.size, 2 * self.conns)
+        threads = []
+        for i in range(self.conns):
+            mine = regions[i::self.conns]
+            t = threading.Thread(target=self.thread_main,
+                                 args=(i, mine, steps, self.rng.getrandbits(64)))
+            threads.append(t)
+            t.start()
+        for t in threads:
+            t.join()
+        if self.errors:
+            fail("; ".join(self.errors))
+
+    def serial_phase(self, steps):
+        h, rng, size = self.handles[0], self.rng, self.geo.size
+        for _ in range(steps):
+            r = rng.random()
+            if r < 0.1:   # touch the last bytes of the array
+                n = rng.randint(1, min(size, 3 * self.geo.chunk))
+                op = (rng.choice(["write", "read", "zero"]), size - n, n, 0)
+            else:
+                op = self.pick(rng, 0, size)
+            self.batch(h, rng, [op])
+
+    def whole_array_ops(self):
+        """Zero and trim spanning the whole array in one request."""
+        h, size = self.handles[0], self.geo.size
+        if size <= 0xffffffff:
+            self.batch(h, self.rng, [("zero", 0, size, nbd.CMD_FLAG_NO_HOLE)])
+            self.batch(h, self.rng, [("write", 1, min(size - 1,
+                                                      self.maxreq), 0)])
+
+    def close(self):
+        for h in self.handles:
+            try:
+                h.flush()
+            except nbd.Error as e:
+                fail("final flush: %s" % e)
+
+
+def verify_readback(srv, model, geo, label=""):
+    """Read the whole array from a fresh connection and compare."""
+    h = srv.connect()
+    check(h.get_size() == geo.size, "%s: size %d, md says %d" % (
+        label, h.get_size(), geo.size))
+    step = max_request(h, MiB)
+    for off in range(0, geo.size, step):
+        got = h.pread(min(step, geo.size - off), off)
+        bad = model.mismatch(off, got)
+        if bad:
+            fail("%s: read-back: %s" % (label, bad))
+        model.resolve(off, got)

@@ -1,0 +1,168 @@
+#!/usr/bin/python3
+"""FUA and flush make the plugin sync the members it wrote, as seen by
+strace (io=psync, where member I/O is plain syscalls).
+
+test-fua-kill.py shows acknowledged data left the process; this shows it
+was also pushed to stable storage: after a FUA write, every member written
+got fdatasync/fsync/sync_file_range or a pwritev2 with RWF_DSYNC/RWF_SYNC
+(or the member is open O_DSYNC/O_SYNC); after a flush, every member
+written since the last sync got fdatasync/fsync.  Skipped (77) without
+strace or when ptrace is not permitted.
+"""
+
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import nbd
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nbdraid_test as t  # noqa: E402
+
+KiB, MiB = t.KiB, t.MiB
+O_DSYNC, O_SYNC = 0o10000, 0o4010000
+SYNCS = ("fsync", "fdatasync", "sync_file_range", "sync_file_range2")
+LINE = re.compile(r"^(?:\[pid\s+)?\d*\]?\s*(\w+)\((\d+)")
+
+
+def member_fds(pid, paths):
+    """{fd: member index} and the set of fds opened O_DSYNC/O_SYNC."""
+    fds, dsync = {}, set()
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        if target in paths:
+            fds[int(fd)] = paths.index(target)
+            with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
+                flags = int(re.search(r"flags:\s*([0-7]+)", f.read()).group(1),
+                            8)
+            if flags & O_DSYNC:
+                dsync.add(int(fd))
+    return fds, dsync
+
+
+class Strace:
+    """strace -f attached to nbdkit for the duration of a with-block."""
+
+    def __init__(self, pid, log):
+        self.pid, self.log = pid, log
+
+    def __enter__(self):
+        self.proc = subprocess.Popen(
+            ["strace", "-f", "-qq", "-p", str(self.pid), "-o", self.log,
+             "-e", "trace=fsync,fdatasync,sync_file_range,syncfs,pwrite64,"
+             "pwritev,pwritev2,write,writev"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                t.skip("strace cannot attach: %s" %
+                       self.proc.stderr.read().decode(errors="replace"))
+            if self.attached():
+                return self
+            time.sleep(0.02)
+        self.proc.kill()
+        t.skip("strace did not attach within 10s")
+
+    def attached(self):
+        for task in os.listdir("/proc/%d/task" % self.pid):
+            try:
+                with open("/proc/%d/task/%s/status" % (self.pid, task)) as f:
+                    m = re.search(r"TracerPid:\s*(\d+)", f.read())
+            except OSError:
+                continue
+            if not m or int(m.group(1)) == 0:
+                return False
+        return True
+
+    def __exit__(self, *exc):
+        self.proc.terminate()   # strace detaches and flushes its log
+        self.proc.wait(timeout=20)
+        return False
+
+    def calls(self):
+        """[(syscall, fd, line)] from the log."""
+        out = []
+        with open(self.log) as f:
+            for line in f:
+                m = LINE.match(line)
+                if m:
+                    out.append((m.group(1), int(m.group(2)), line.strip()))
+        return out
+
+
+def summarise(calls, fds):
+    """{member: (wrote, synced)} from strace calls on member fds."""
+    res = {}
+    for name, fd, line in calls:
+        if fd not in fds:
+            continue
+        w, s = res.get(fds[fd], (False, False))
+        if name.startswith("pwrite") or name.startswith("write"):
+            w = True
+            if "RWF_DSYNC" in line or "RWF_SYNC" in line:
+                s = True
+        elif name in SYNCS:
+            s = True
+        res[fds[fd]] = (w, s)
+    return res
+
+
+def main():
+    rng = random.Random(t.seed("test-fua-syncs"))
+    t.plugin()
+    if shutil.which("strace") is None:
+        t.skip("strace not installed")
+    with t.TempDir() as d:
+        geo = t.Geometry(10, [2 * MiB] * 4, 64 * KiB, "n2")
+        paths = t.make_members(d, geo.sizes)
+        params = geo.params() + ["member=%s" % p for p in paths] + \
+            ["io=psync"]
+        with t.Server(params) as srv:
+            h = srv.connect()
+            h.pwrite(b"warm", 0)
+            h.flush()
+            fds, dsync = member_fds(srv.proc.pid, paths)
+            t.check(sorted(fds.values()) == list(range(geo.n)),
+                    "member fds not found in /proc: %s" % fds)
+            # A FUA write over 3 chunks: 6 copies on all 4 members.
+            off, n = 64 * KiB - 100, 2 * 64 * KiB + 200
+            with Strace(srv.proc.pid, os.path.join(d, "fua.log")) as st:
+                h.pwrite(t.pattern(rng, n), off, flags=nbd.CMD_FLAG_FUA)
+            res = summarise(st.calls(), fds)
+            written = [m for m, (w, s) in res.items() if w]
+            t.check(len(written) == geo.n, "FUA write: expected writes on "
+                    "all %d members, strace saw %s" % (geo.n, res))
+            for m in written:
+                ok = res[m][1] or any(fds[fd] == m for fd in dsync)
+                t.check(ok, "FUA write: member %d written but not synced "
+                        "before the reply; strace:\n%s" % (m, "\n".join(
+                            ln for _, _, ln in st.calls())))
+            print("ok FUA write syncs every member it wrote: %s" % res)
+
+            with Strace(srv.proc.pid, os.path.join(d, "plain.log")) as st:
+                h.pwrite(t.pattern(rng, n), off + 5 * 64 * KiB)
+            plain = summarise(st.calls(), fds)
+            print("   a plain write: %s" % plain)
+            with Strace(srv.proc.pid, os.path.join(d, "flush.log")) as st:
+                h.flush()
+            res = summarise(st.calls(), fds)
+            for m, (w, s) in plain.items():
+                if w and not (any(fds[fd] == m for fd in dsync) or
+                              plain[m][1]):
+                    t.check(res.get(m, (False, False))[1],
+                            "flush: member %d has unsynced writes but got "
+                            "no fsync/fdatasync; strace:\n%s" % (
+                                m, "\n".join(ln for _, _, ln in st.calls())))
+            print("ok flush syncs the members written since: %s" % res)
+            srv.stop()
+
+
+t.run_main(main)
