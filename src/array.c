@@ -29,6 +29,7 @@
 #include "array.h"
 #include "io/bounce.h"
 #include "log.h"
+#include "tls.h"
 #include "util.h"
 
 static const char *const op_names[] = {
@@ -37,10 +38,6 @@ static const char *const op_names[] = {
 };
 
 /* ---- the per-thread batch ---------------------------------------------- */
-
-static pthread_key_t batch_key;
-static pthread_once_t batch_once = PTHREAD_ONCE_INIT;
-static _Thread_local struct raid_batch *tl_batch;
 
 static void
 batch_free(void *p)
@@ -51,11 +48,8 @@ batch_free(void *p)
 	free(b);
 }
 
-static void
-batch_key_init(void)
-{
-	pthread_key_create(&batch_key, batch_free);
-}
+static struct tls_key batch_key = TLS_KEY_INIT(batch_free);
+static _Thread_local struct raid_batch *tl_batch;
 
 static struct raid_batch *
 batch_get(void)
@@ -63,12 +57,11 @@ batch_get(void)
 	struct raid_batch *b = tl_batch;
 
 	if (!b) {
-		pthread_once(&batch_once, batch_key_init);
 		b = calloc(1, sizeof(*b));
-		if (!b) {
+		if (!b || tls_attach(&batch_key, b) < 0) {
+			free(b);
 			return NULL;
 		}
-		pthread_setspecific(batch_key, b);
 		tl_batch = b;
 	}
 	b->nr = 0;

@@ -1,8 +1,8 @@
 /* bounce.c: the per-thread aligned bounce buffer (see bounce.h). */
-#include <pthread.h>
 #include <stdlib.h>
 
 #include "bounce.h"
+#include "tls.h"
 
 #define BOUNCE_KEEP (4u << 20) /* keep at most this much between requests */
 
@@ -11,10 +11,6 @@ struct bounce {
 	size_t len;
 	size_t align;
 };
-
-static pthread_key_t bounce_key;
-static pthread_once_t bounce_once = PTHREAD_ONCE_INIT;
-static _Thread_local struct bounce *tl_bounce;
 
 static void
 bounce_free(void *p)
@@ -25,11 +21,8 @@ bounce_free(void *p)
 	free(b);
 }
 
-static void
-bounce_key_init(void)
-{
-	pthread_key_create(&bounce_key, bounce_free);
-}
+static struct tls_key bounce_key = TLS_KEY_INIT(bounce_free);
+static _Thread_local struct bounce *tl_bounce;
 
 void *
 bounce_get(size_t len, size_t align)
@@ -37,12 +30,11 @@ bounce_get(size_t len, size_t align)
 	struct bounce *b = tl_bounce;
 
 	if (!b) {
-		pthread_once(&bounce_once, bounce_key_init);
 		b = calloc(1, sizeof(*b));
-		if (!b) {
+		if (!b || tls_attach(&bounce_key, b) < 0) {
+			free(b);
 			return NULL;
 		}
-		pthread_setspecific(bounce_key, b);
 		tl_bounce = b;
 	}
 	if (align < sizeof(void *)) {

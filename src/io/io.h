@@ -54,6 +54,18 @@ struct io_backend {
 extern const struct io_backend uring_backend;
 extern const struct io_backend psync_backend;
 
+/* The first failed request's -errno, or 0. */
+static inline int
+io_first_error(const struct io_req *reqs, unsigned nr)
+{
+	for (unsigned i = 0; i < nr; i++) {
+		if (reqs[i].res < 0) {
+			return reqs[i].res;
+		}
+	}
+	return 0;
+}
+
 /* Run one request synchronously on an fd-backed member (psync.c). */
 int psync_one(struct io_req *r);
 

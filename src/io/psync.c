@@ -134,15 +134,10 @@ psync_one(struct io_req *r)
 static int
 psync_submit_wait(struct io_req *reqs, unsigned nr)
 {
-	int first = 0;
-
 	for (unsigned i = 0; i < nr; i++) {
 		reqs[i].res = psync_one(&reqs[i]);
-		if (reqs[i].res < 0 && first == 0) {
-			first = reqs[i].res;
-		}
 	}
-	return first;
+	return io_first_error(reqs, nr);
 }
 
 const struct io_backend psync_backend = {

@@ -16,19 +16,15 @@
 #include <errno.h>
 #include <linux/falloc.h>
 #include <liburing.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "io.h"
 #include "log.h"
 #include "member.h"
+#include "tls.h"
 
 #define RING_DEPTH 64
-
-static pthread_key_t ring_key;
-static pthread_once_t ring_once = PTHREAD_ONCE_INIT;
-static _Thread_local struct io_uring *tl_ring;
 
 static void
 ring_free(void *p)
@@ -37,11 +33,8 @@ ring_free(void *p)
 	free(p);
 }
 
-static void
-ring_key_init(void)
-{
-	pthread_key_create(&ring_key, ring_free);
-}
+static struct tls_key ring_key = TLS_KEY_INIT(ring_free);
+static _Thread_local struct io_uring *tl_ring;
 
 /* This thread's ring; the newest setup flags first, as older kernels refuse. */
 static struct io_uring *
@@ -57,7 +50,6 @@ ring_get(int *err)
 	if (tl_ring) {
 		return tl_ring;
 	}
-	pthread_once(&ring_once, ring_key_init);
 	ring = calloc(1, sizeof(*ring));
 	if (!ring) {
 		*err = -ENOMEM;
@@ -75,7 +67,11 @@ ring_get(int *err)
 		free(ring);
 		return NULL;
 	}
-	pthread_setspecific(ring_key, ring);
+	*err = tls_attach(&ring_key, ring);
+	if (*err < 0) {
+		ring_free(ring);
+		return NULL;
+	}
 	tl_ring = ring;
 	return ring;
 }
@@ -177,7 +173,7 @@ uring_submit_wait(struct io_req *reqs, unsigned nr)
 {
 	unsigned next = 0, inflight = 0;
 	struct io_uring *ring;
-	int err = 0, first = 0;
+	int err = 0;
 
 	ring = ring_get(&err);
 	if (!ring) {
@@ -206,12 +202,7 @@ uring_submit_wait(struct io_req *reqs, unsigned nr)
 		}
 		inflight -= reap(ring);
 	}
-	for (unsigned i = 0; i < nr; i++) {
-		if (reqs[i].res < 0 && first == 0) {
-			first = reqs[i].res;
-		}
-	}
-	return first;
+	return io_first_error(reqs, nr);
 }
 
 const struct io_backend uring_backend = {

@@ -29,6 +29,15 @@ layout_find(int level)
 	return NULL;
 }
 
+void
+layout_no_name(const struct raid_geom *g, char *buf, size_t len)
+{
+	(void)g;
+	if (len) {
+		buf[0] = '\0';
+	}
+}
+
 /* Does `off` on member m continue the batch's last read of m? */
 static bool
 continues(const struct raid_batch *b, unsigned member, uint64_t off,

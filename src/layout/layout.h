@@ -95,6 +95,9 @@ extern const struct raid_layout raid10_layout;
 /* The explicit table of layouts (no constructors: see docs/design.md). */
 const struct raid_layout *layout_find(int level);
 
+/* layout_name for levels that have no layout choice: "". */
+void layout_no_name(const struct raid_geom *g, char *buf, size_t len);
+
 /* Shared by the mirror-or-stripe levels (0, 1, 10): read one copy... */
 int layout_read_one(struct raid_array *a, struct raid_batch *b,
 		    const struct raid_piece *p);

@@ -40,20 +40,13 @@ raid0_map(const struct raid_geom *g, uint64_t chunk_no, struct raid_loc *locs)
 	return 1;
 }
 
-static void
-raid0_layout_name(const struct raid_geom *g, char *buf, size_t len)
-{
-	(void)g;
-	snprintf(buf, len, "%s", "");
-}
-
 const struct raid_layout raid0_layout = {
 	.name        = "raid0",
 	.level       = 0,
 	.min_members = 1,
 	.setup       = raid0_setup,
 	.map         = raid0_map,
-	.layout_name = raid0_layout_name,
+	.layout_name = layout_no_name,
 	.read        = layout_read_one,
 	.write       = layout_write_all,
 };

@@ -41,20 +41,13 @@ raid1_map(const struct raid_geom *g, uint64_t chunk_no, struct raid_loc *locs)
 	return g->nr_members;
 }
 
-static void
-raid1_layout_name(const struct raid_geom *g, char *buf, size_t len)
-{
-	(void)g;
-	snprintf(buf, len, "%s", "");
-}
-
 const struct raid_layout raid1_layout = {
 	.name        = "raid1",
 	.level       = 1,
 	.min_members = 1,
 	.setup       = raid1_setup,
 	.map         = raid1_map,
-	.layout_name = raid1_layout_name,
+	.layout_name = layout_no_name,
 	.read        = layout_read_one,
 	.write       = layout_write_all,
 };

@@ -46,15 +46,10 @@ mem_one(struct io_req *r)
 static int
 mem_submit_wait(struct io_req *reqs, unsigned nr)
 {
-	int first = 0;
-
 	for (unsigned i = 0; i < nr; i++) {
 		reqs[i].res = mem_one(&reqs[i]);
-		if (reqs[i].res < 0 && !first) {
-			first = reqs[i].res;
-		}
 	}
-	return first;
+	return io_first_error(reqs, nr);
 }
 
 const struct io_backend mem_backend = {

@@ -20,6 +20,7 @@
 
 #include "array.h"
 #include "mem_backend.h"
+#include "helpers.h"
 #include "util.h"
 
 #define CHUNK 4096u
@@ -62,17 +63,6 @@ free_array(struct fixture *f)
 	raid_config_free(&f->cfg);
 }
 
-static uint64_t rng_state = 42;
-
-static uint64_t
-rnd(uint64_t n)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return n ? rng_state % n : 0;
-}
-
 /* Every copy of every array byte holds the model's byte. */
 static void
 check_members(struct fixture *f, const uint8_t *model)
@@ -109,12 +99,12 @@ random_ops(int level, const char *layout, unsigned n)
 	model = calloc(1, size);
 	buf = malloc(size);
 	for (unsigned i = 0; i < 300; i++) {
-		uint64_t off = rnd(size), len = 1 + rnd(MIN(size - off, 5 * CHUNK));
-		unsigned op = rnd(10);
+		uint64_t off = t_rand(size), len = 1 + t_rand(MIN(size - off, 5 * CHUNK));
+		unsigned op = t_rand(10);
 
 		if (op < 5) {
 			for (uint64_t j = 0; j < len; j++) {
-				buf[j] = rnd(256);
+				buf[j] = t_rand(256);
 			}
 			assert_int_equal(raid_pwrite(f.a, buf, len, off,
 						     op == 0 ? RAID_FUA : 0), 0);

@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "array.h"
+#include "helpers.h"
 #include "util.h"
 
 #define MEMBER_SIZE (1u << 20)
@@ -36,17 +37,6 @@ quiet_log(enum raid_log_level lvl, const char *fmt, va_list ap)
 		vfprintf(stderr, fmt, ap);
 		fputc('\n', stderr);
 	}
-}
-
-static uint64_t rng_state = 7;
-
-static uint64_t
-rnd(uint64_t n)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return n ? rng_state % n : 0;
 }
 
 /* n sparse member files in `where`, and a config naming them. */
@@ -102,21 +92,21 @@ run_random(const char *where, int level, enum raid_io_mode io, bool direct)
 	model = calloc(1, size);
 	raw = malloc(size + 64);
 	for (unsigned i = 0; i < 400; i++) {
-		uint64_t off = rnd(size), len = 1 + rnd(MIN(size - off, 100000));
-		unsigned op = rnd(8);
+		uint64_t off = t_rand(size), len = 1 + t_rand(MIN(size - off, 100000));
+		unsigned op = t_rand(8);
 
 		/* A buffer 1..63 bytes past an aligned address. */
-		buf = raw + 1 + rnd(63);
+		buf = raw + 1 + t_rand(63);
 		if (op < 4) {
 			for (uint64_t j = 0; j < len; j++) {
-				buf[j] = rnd(256);
+				buf[j] = t_rand(256);
 			}
 			assert_int_equal(raid_pwrite(a, buf, len, off,
 						     op == 0 ? RAID_FUA : 0), 0);
 			memcpy(model + off, buf, len);
 		} else if (op == 4) {
 			assert_int_equal(raid_zero(a, len, off,
-						   rnd(2) ? RAID_MAY_TRIM : 0), 0);
+						   t_rand(2) ? RAID_MAY_TRIM : 0), 0);
 			memset(model + off, 0, len);
 		} else if (op == 5) {
 			assert_int_equal(raid_flush(a), 0);
