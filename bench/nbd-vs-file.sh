@@ -26,6 +26,7 @@
 #                      of one core during it (25); env NOISE
 #   --retries N        re-run a noisy A/B pair up to N times, keep the quietest (2)
 #   --file-vs-file     self-test: A is the file plugin too (expect ratios ~1.0)
+#   env BENCH_DIR      folder of the backing files (/dev/shm); e.g. /var/tmp for ext4
 #
 # Needs nbdkit, fio (nbd engine), nbdinfo, jq, awk, timeout. No root.
 
@@ -116,7 +117,7 @@ fi
 mkdir -p "$OUT/json"
 # Sockets and pid files live in a short private folder (sun_path is 108 bytes).
 RUN=$(mktemp -d /tmp/nbdraid-sock.XXXXXX) || die "mktemp failed"
-SHM=/dev/shm/nbdraid-bench.$$
+SHM=${BENCH_DIR:-/dev/shm}/nbdraid-bench.$$
 CSV=$OUT/results.csv
 REPORT=$OUT/report.md
 ERRLOG=$OUT/fio.err
@@ -267,7 +268,7 @@ else
 	A=raid B=file
 	A_FILES=()
 	for i in $(seq 0 $((MEMBERS - 1))); do A_FILES+=("$SHM.m$i.img"); done
-	A_DESC="nbdraid level=0 chunk=$CHUNK, $MEMBERS tmpfs members of $((SIZE_B / MEMBERS / 1048576)) MiB${RAID_ARGS:+, $RAID_ARGS}"
+	A_DESC="nbdraid level=0 chunk=$CHUNK, $MEMBERS members in ${BENCH_DIR:-/dev/shm} of $((SIZE_B / MEMBERS / 1048576)) MiB${RAID_ARGS:+, $RAID_ARGS}"
 fi
 SHMFILES+=("${A_FILES[@]}" "$SHM.file.img")
 for f in "${A_FILES[@]}"; do
@@ -343,7 +344,7 @@ REV=$(git -C "$HERE/.." rev-parse --short HEAD 2>/dev/null || echo "no commit")
 		echo "- plugin: $PLUGIN ($(stat -c %y "$PLUGIN" | cut -d. -f1), sha256 $(sha256sum "$PLUGIN" | cut -c1-12))"
 	fi
 	echo "- A ($A): $A_DESC"
-	echo "- B ($B): file plugin over 1 tmpfs file ($SIZE)"
+	echo "- B ($B): file plugin over 1 file in ${BENCH_DIR:-/dev/shm} ($SIZE)"
 	echo "- nbdkit options for both: ${NBDKIT_ARGS:-(none: default threads)}; no filters"
 	echo "- fio: bench/fio/nbd.fio, ioengine=nbd over a unix socket, ${RT} s + ${RAMP} s ramp, time_based, norandommap, randrepeat=0, iomem_align=4096"
 	echo "- $REPS repetitions; per repetition and pattern A and B run back to back, A first on odd repetitions"
