@@ -192,7 +192,11 @@ uring_submit_wait(struct io_req *reqs, unsigned nr)
 		if (!inflight) {
 			break;
 		}
-		err = io_uring_submit_and_wait(ring, 1);
+		/*
+		 * One syscall submits the batch and waits for all of it; a
+		 * batch larger than the ring waits for a slot to refill.
+		 */
+		err = io_uring_submit_and_wait(ring, next < nr ? 1 : inflight);
 		if (err < 0 && err != -EINTR && err != -EAGAIN &&
 		    err != -EBUSY) {
 			/* The ring is unusable; nothing more can complete. */

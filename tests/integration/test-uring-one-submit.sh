@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# One client request is one io_uring submission: a 1M read over RAID 0 with
+# 64K chunks on 4 members is 16 member reads, and strace must show exactly
+# one io_uring_enter per request, submitting all 16 and waiting for all 16.
+# Rings are created lazily on nbdkit's worker threads, never on the main
+# thread before the fork.  Skipped (77) without strace or ptrace.
+set -euo pipefail
+: "${NBDRAID_PLUGIN:?}"
+command -v strace >/dev/null || { echo "no strace"; exit 77; }
+strace -f -qq -e trace=none true 2>/dev/null || { echo "ptrace refused"; exit 77; }
+
+dir=$(mktemp -d /var/tmp/nbdraid-uring.XXXXXX)
+pidfile=$dir/nbdkit.pid
+cleanup() {
+  [ -s "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true
+  sleep 0.2
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+members=()
+for i in 0 1 2 3; do
+  truncate -s 8M "$dir/m$i.img"
+  members+=("member=$dir/m$i.img")
+done
+sock=$dir/sock
+strace -f -qq -e trace=io_uring_setup,io_uring_enter -o "$dir/trace" \
+  nbdkit -f -U "$sock" -P "$pidfile" "$NBDRAID_PLUGIN" \
+  level=0 chunk=64K io=uring "${members[@]}" &
+for _ in $(seq 100); do [ -s "$pidfile" ] && break; sleep 0.1; done
+[ -s "$pidfile" ] || { echo "nbdkit did not start"; exit 1; }
+
+# 20 reads of 1M, one after another, from one connection.
+# (/usr/bin/python3: the python3 on PATH may lack Debian's nbd module.)
+/usr/bin/python3 - "nbd+unix:///?socket=$sock" <<'PY'
+import sys, nbd
+h = nbd.NBD()
+h.connect_uri(sys.argv[1])
+buf = bytes(range(256)) * 4096
+h.pwrite(buf, 0)
+for i in range(20):
+    want = buf if i % 8 == 0 else bytes(1 << 20)
+    assert h.pread(1 << 20, (i % 8) << 20) == want
+h.shutdown()
+PY
+main=$(cat "$pidfile")
+kill "$main"
+for _ in $(seq 50); do kill -0 "$main" 2>/dev/null || break; sleep 0.1; done
+
+# Lines: "PID io_uring_enter(FD, TO_SUBMIT, MIN_COMPLETE, FLAGS, ...) = N"
+reads=$(grep -cE 'io_uring_enter\([0-9]+, 16, 16,' "$dir/trace" || true)
+partial=$(grep -E 'io_uring_enter\([0-9]+, [0-9]+,' "$dir/trace" |
+          grep -vcE 'io_uring_enter\([0-9]+, (16, 16|[0-9]+, [0-9]+, [^)]*\) = -1 EINTR)' || true)
+setups=$(grep -E 'io_uring_setup\(' "$dir/trace" | awk '{print $1}')
+echo "io_uring_enter submitting and waiting for 16: $reads (want 21: 1 write + 20 reads)"
+echo "other io_uring_enter calls: $partial"
+echo "io_uring_setup on $(wc -w <<<"$setups") threads, none of them nbdkit's main thread ($main)"
+fail=0
+[ "$reads" -eq 21 ] || { echo "FAIL: want 21 single-submit requests"; fail=1; }
+[ "$partial" -eq 0 ] || { echo "FAIL: requests took more than one io_uring_enter"; fail=1; }
+[ -n "$setups" ] || { echo "FAIL: no ring was set up"; fail=1; }
+for p in $setups; do
+  [ "$p" != "$main" ] || { echo "FAIL: a ring was set up on nbdkit's main thread"; fail=1; }
+done
+[ $fail -eq 0 ] && echo PASS
+exit $fail
