@@ -9,7 +9,8 @@
  * SQE per request (user_data = the io_req), submits, and reaps until every
  * request is done; a batch larger than the ring is fed in as slots free up.
  * A short read or write is requeued for the rest.  What io_uring cannot do
- * (BLKDISCARD; fallocate modes a filesystem refuses) runs through psync.c.
+ * (BLKDISCARD; fallocate modes a filesystem refuses) runs through psync.c,
+ * and so does a batch of one request, which has nothing to overlap with.
  *
  * Invariant: when submit_wait() returns, this ring has nothing in flight.
  */
@@ -175,6 +176,14 @@ uring_submit_wait(struct io_req *reqs, unsigned nr)
 	struct io_uring *ring;
 	int err = 0;
 
+	/*
+	 * A lone request has nothing to overlap with: pread/pwrite on this
+	 * thread completes it with one syscall and no io-wq hop (buffered
+	 * writes on ext4 go through io-wq: docs/benchmarking.md).
+	 */
+	if (nr == 1) {
+		return psync_backend.submit_wait(reqs, nr);
+	}
 	ring = ring_get(&err);
 	if (!ring) {
 		raid_debug("io_uring_queue_init: %d: using psync", err);
