@@ -7,9 +7,10 @@
  * (statx STATX_DIOALIGN); without that answer, 4096 for both.  A buffered
  * member needs nothing (1, 1).
  *
- * Backend (io=auto): io_uring, except on tmpfs, where io_uring has no
- * non-blocking path and hands every request to an io-wq thread: there a
- * plain pread/pwrite is the faster path (docs/design.md has the numbers).
+ * Backend (io=auto): io_uring (which runs a lone request inline itself),
+ * except on tmpfs, where io_uring has no non-blocking path and hands every
+ * request to an io-wq thread: there plain pread/pwrite is the faster path
+ * (docs/design.md, docs/benchmarking.md have the numbers).
  */
 #include <errno.h>
 #include <fcntl.h>
