@@ -610,6 +610,16 @@ def max_request(h, cap=4 * MiB):
     return min(cap, mx) if mx > 0 else cap
 
 
+def fill(h, model, size, rng):
+    """Write random data over the whole export through h, in requests as
+    large as the server allows, and mirror it in model."""
+    step = max_request(h, MiB)
+    for off in range(0, size, step):
+        data = pattern(rng, min(step, size - off))
+        h.pwrite(data, off)
+        model.write(off, data)
+
+
 # ---------------------------------------------------------------------------
 # Checking the members directly
 

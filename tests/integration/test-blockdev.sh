@@ -109,11 +109,7 @@ def run(rng, level, layout, chunk):
         w.serial_phase(30)
 
         # Trim on the devices: fill, then punch whole chunks.
-        step = t.max_request(h, MiB)
-        for off in range(0, geo.size, step):
-            data = t.pattern(rng, min(step, geo.size - off))
-            h.pwrite(data, off)
-            model.write(off, data)
+        t.fill(h, model, geo.size, rng)
         h.flush()
         full = blocks()
         copies = len(geo.copies(0))

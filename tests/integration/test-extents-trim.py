@@ -94,11 +94,7 @@ def run(rng, d, geo):
                 "%s: base:allocation not offered" % label)
         assert_state(h, 0, geo.size, True, label + " fresh array")
 
-        step = t.max_request(h, MiB)
-        for off in range(0, geo.size, step):
-            data = t.pattern(rng, min(step, geo.size - off))
-            h.pwrite(data, off)
-            model.write(off, data)
+        t.fill(h, model, geo.size, rng)
         h.flush()
         full = blocks(paths)
         t.check(full * 512 >= geo.size * copies,
