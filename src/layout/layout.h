@@ -41,6 +41,9 @@ struct raid_geom {
 	bool far_offset;          /* "o": far copies in the next row */
 	uint64_t far_stride;      /* member chunks between far copies */
 
+	/* RAID5: md's parity algorithm (enum raid5_algorithm, raid5.c) */
+	unsigned parity_algo;
+
 	/* Results */
 	unsigned copies;          /* places per logical chunk */
 	uint64_t array_chunks;    /* logical chunks in the array */
@@ -91,6 +94,13 @@ struct raid_layout {
 extern const struct raid_layout raid0_layout;
 extern const struct raid_layout raid1_layout;
 extern const struct raid_layout raid10_layout;
+/*
+ * RAID 5: mapping and parity only so far; not in layout_find()'s table
+ * until its write path (read-modify-write, stripe locks) exists.
+ */
+extern const struct raid_layout raid5_layout;
+/* The member holding the parity of `stripe` (a member chunk row). */
+unsigned raid5_parity_member(const struct raid_geom *g, uint64_t stripe);
 
 /* The explicit table of layouts (no constructors: see docs/design.md). */
 const struct raid_layout *layout_find(int level);
