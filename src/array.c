@@ -64,9 +64,15 @@ batch_get(void)
 		}
 		tl_batch = b;
 	}
+	batch_reset(b);
+	return b;
+}
+
+void
+batch_reset(struct raid_batch *b)
+{
 	b->nr = 0;
 	memset(b->last, 0xff, sizeof(b->last));
-	return b;
 }
 
 static bool
@@ -129,7 +135,7 @@ batch_report(const struct raid_batch *b)
 }
 
 /* Run the batch: members sharing a backend go down in one call. */
-static int
+int
 batch_run(struct raid_batch *b)
 {
 	const struct io_backend *be;
@@ -159,7 +165,10 @@ batch_run(struct raid_batch *b)
 
 /* ---- the data path ----------------------------------------------------- */
 
-/* Cut [off, off+count) at chunk boundaries into the level's ops; run it. */
+/*
+ * Cut [off, off+count) at chunk (parity levels: stripe) boundaries into the
+ * level's ops; run the batch they fill.
+ */
 static int
 array_rw(struct raid_array *a, int op, uint32_t flags, void *buf,
 	 uint64_t count, uint64_t off)
@@ -175,7 +184,7 @@ array_rw(struct raid_array *a, int op, uint32_t flags, void *buf,
 		struct raid_piece p = {
 			.chunk_no = off >> a->g.chunk_shift,
 			.in_chunk = off & mask,
-			.len = MIN(count, a->chunk - (off & mask)),
+			.len = MIN(count, a->piece_bytes - off % a->piece_bytes),
 			.buf = buf,
 			.op = op,
 			.flags = flags,
@@ -612,6 +621,7 @@ array_create(const struct raid_config *cfg, struct raid_member *members,
 	a->g.nr_members = nr;
 	a->g.chunk_shift = log2_u64(cfg->chunk);
 	pthread_rwlock_init(&a->rmw_lock, NULL);
+	stripe_locks_init(&a->stripe_locks);
 	r = a->layout ? 0 : -EINVAL;
 	if (r == 0) {
 		r = check_duplicates(members, nr);
@@ -628,10 +638,14 @@ array_create(const struct raid_config *cfg, struct raid_member *members,
 	}
 	if (r < 0) {
 		pthread_rwlock_destroy(&a->rmw_lock);
+		stripe_locks_destroy(&a->stripe_locks);
 		free(a);
 		return r;
 	}
 	a->size = a->g.array_chunks << a->g.chunk_shift;
+	a->piece_bytes = a->layout->stripe_pieces
+				 ? a->g.stripe_chunks << a->g.chunk_shift
+				 : a->chunk;
 	a->balance = a->g.copies > 1;
 	*out = a;
 	return 0;
@@ -686,6 +700,7 @@ raid_close(struct raid_array *a)
 		free(a->members);
 	}
 	pthread_rwlock_destroy(&a->rmw_lock);
+	stripe_locks_destroy(&a->stripe_locks);
 	free(a);
 }
 

@@ -19,6 +19,7 @@
 #include "layout/layout.h"
 #include "member.h"
 #include "raid.h"
+#include "stripe_lock.h"
 
 struct raid_array {
 	const struct raid_layout *layout;
@@ -34,7 +35,9 @@ struct raid_array {
 	bool read_only;
 	bool has_blk;           /* some member is a block device */
 	bool owns_members;      /* raid_close() closes them */
+	uint64_t piece_bytes;   /* the core cuts requests at these boundaries */
 	pthread_rwlock_t rmw_lock; /* see above */
+	struct stripe_locks stripe_locks; /* RAID 5 (stripe_lock.h) */
 };
 
 /* The member I/O of one request; one per thread, reused. */
@@ -50,6 +53,11 @@ struct raid_batch {
  */
 int batch_add(struct raid_batch *b, struct raid_member *m, int op,
 	      unsigned flags, void *buf, uint64_t len, uint64_t off);
+
+/* Run the batch: returns when all of it has completed (0 or -errno). */
+int batch_run(struct raid_batch *b);
+/* Empty the batch for reuse by the same request. */
+void batch_reset(struct raid_batch *b);
 
 /* The member offset of a place, plus the piece's offset in the chunk. */
 static inline uint64_t

@@ -36,11 +36,11 @@ set_level(struct raid_config *c, const char *v)
 	const char *s = strncasecmp(v, "raid", 4) == 0 ? v + 4 : v;
 
 	if (strcmp(s, "0") == 0 || strcmp(s, "1") == 0 ||
-	    strcmp(s, "10") == 0) {
+	    strcmp(s, "5") == 0 || strcmp(s, "10") == 0) {
 		c->level = atoi(s);
 		return 0;
 	}
-	raid_error("level '%s': must be 0, 1 or 10", v);
+	raid_error("level '%s': must be 0, 1, 5 or 10", v);
 	return -EINVAL;
 }
 
@@ -143,10 +143,12 @@ static const struct option options[] = {
 #define NR_OPTIONS (sizeof(options) / sizeof(options[0]))
 
 const char raid_config_help[] =
-	"level=0|1|10            RAID level (required).\n"
+	"level=0|1|5|10          RAID level (required).\n"
 	"member=PATH             A member file or block device; repeat, in role order.\n"
 	"chunk=SIZE              Chunk (stripe unit), power of two 4K..16M (default 512K).\n"
-	"layout=n2|f2|o2|nK|fK|oK  RAID10 copies: near (default n2), far or offset.\n"
+	"layout=NAME             RAID10: n2 (default), f2, o2, nK, fK, oK (md's copies);\n"
+	"                        RAID5: left-symmetric (default), left-asymmetric,\n"
+	"                        right-symmetric, right-asymmetric.\n"
 	"direct=false|true       Open members with O_DIRECT (default false).\n"
 	"io=auto|uring|psync     Member I/O engine (default auto: see docs/design.md).\n"
 	"metadata=none           Raw geometry, data at offset 0 (the only mode yet).\n"
@@ -345,7 +347,7 @@ raid_config_check(const struct raid_config *c)
 	char err[256];
 
 	if (c->level < 0) {
-		raid_error("level= is required (0, 1 or 10)");
+		raid_error("level= is required (0, 1, 5 or 10)");
 		return -EINVAL;
 	}
 	l = layout_find(c->level);

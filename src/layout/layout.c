@@ -16,6 +16,7 @@ static const struct raid_layout *const layouts[] = {
 	&raid0_layout,
 	&raid1_layout,
 	&raid10_layout,
+	&raid5_layout,
 };
 
 const struct raid_layout *

@@ -56,11 +56,11 @@ struct raid_loc {
 	uint64_t chunk;
 };
 
-/* A request cut to one logical chunk. */
+/* A request cut to one logical chunk (stripe_pieces: to one stripe). */
 struct raid_piece {
-	uint64_t chunk_no;        /* logical chunk */
-	uint32_t in_chunk;        /* byte offset inside the chunk */
-	uint32_t len;             /* bytes, in_chunk + len <= chunk */
+	uint64_t chunk_no;        /* logical chunk where the piece starts */
+	uint32_t in_chunk;        /* byte offset inside that chunk */
+	uint32_t len;             /* bytes, up to the end of the chunk/stripe */
 	void *buf;                /* NULL for trim/zero */
 	int op;                   /* enum io_op (src/io/io.h) */
 	uint32_t flags;           /* RAID_FUA ... */
@@ -70,6 +70,11 @@ struct raid_layout {
 	const char *name;         /* "raid0" */
 	int level;                /* 0, 1, 10 */
 	unsigned min_members;
+	/*
+	 * Pieces span a whole stripe instead of one chunk (parity levels:
+	 * the write op sees everything it changes in the stripe at once).
+	 */
+	bool stripe_pieces;
 
 	/*
 	 * Validate and fill g from nr_members, chunk_shift, member_chunks and
@@ -84,7 +89,12 @@ struct raid_layout {
 	/* Name of the layout in g, as md writes it ("n2"), or "". */
 	void (*layout_name)(const struct raid_geom *g, char *buf, size_t len);
 
-	/* Data path: append the piece's member I/O to the batch. */
+	/*
+	 * Data path: append the piece's member I/O to the batch, which the
+	 * core runs once for the whole request.  A write that must read
+	 * before it writes (RAID 5) may run the batch itself (batch_run)
+	 * and must leave it empty.
+	 */
 	int (*read)(struct raid_array *a, struct raid_batch *b,
 		    const struct raid_piece *p);
 	int (*write)(struct raid_array *a, struct raid_batch *b,

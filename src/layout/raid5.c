@@ -25,9 +25,14 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "layout.h"
+#include "parity.h"
+#include "tls.h"
+#include "util.h"
 
 enum raid5_algorithm { /* md's numbers (ALGORITHM_* in raid5.h) */
 	RAID5_LEFT_ASYMMETRIC = 0,
@@ -126,13 +131,380 @@ raid5_layout_name(const struct raid_geom *g, char *buf, size_t len)
 	layout_no_name(g, buf, len);
 }
 
+/* ---- the data path ----------------------------------------------------
+ *
+ * The core hands raid5 one piece per stripe.  A read reads each chunk's
+ * range from its data member.  A write locks the stripe, then works column
+ * slice by column slice (at most RAID5_SLICE bytes of the chunk column, so
+ * scratch memory stays bounded with 16M chunks):
+ *
+ *   for data index j, w_j = the part of the slice the write covers
+ *   read-modify-write: reads P and old D_j over every non-empty w_j;
+ *                      P ^= old D_j ^ new D_j over w_j
+ *   reconstruct-write: reads D_j over the slice where w_j is not all of it;
+ *                      P = XOR of the new column
+ *   md's rule: read-modify-write only when it needs strictly fewer member
+ *   reads; a full-stripe write reads nothing.
+ *
+ * then writes new data and parity in one batch (with FUA when asked) and
+ * unlocks.  Trim and zero of whole stripes go to every member, parity
+ * included (all zero is consistent); zero of part of a stripe is a write
+ * of zeros; trim of part of a stripe does nothing (trim is advisory, and
+ * punching data without parity would break the stripe).
+ */
+
+#define RAID5_SLICE (1u << 20)
+
+/* One slice of one stripe: the column [a, b) of every chunk. */
+struct slice {
+	uint64_t stripe;
+	uint32_t a, b;
+	uint32_t ws[RAID_MAX_MEMBERS], we[RAID_MAX_MEMBERS]; /* w_j, [ws, we) */
+	const uint8_t *src[RAID_MAX_MEMBERS]; /* new bytes at ws[j] */
+};
+
+struct scratch {
+	uint8_t *buf;
+	size_t len;
+};
+
+static void
+scratch_free(void *p)
+{
+	struct scratch *s = p;
+
+	free(s->buf);
+	free(s);
+}
+
+static struct tls_key scratch_key = TLS_KEY_INIT(scratch_free);
+static _Thread_local struct scratch *tl_scratch;
+
+/* This thread's page-aligned scratch of at least len bytes. */
+static uint8_t *
+scratch_get(size_t len)
+{
+	struct scratch *s = tl_scratch;
+
+	if (!s) {
+		s = calloc(1, sizeof(*s));
+		if (!s || tls_attach(&scratch_key, s) < 0) {
+			free(s);
+			return NULL;
+		}
+		tl_scratch = s;
+	}
+	if (s->len < len) {
+		free(s->buf);
+		s->buf = NULL;
+		s->len = 0;
+		if (posix_memalign((void **)&s->buf, 4096, len) != 0) {
+			s->buf = NULL;
+			return NULL;
+		}
+		s->len = len;
+	}
+	return s->buf;
+}
+
+static int
+raid5_read(struct raid_array *a, struct raid_batch *b,
+	   const struct raid_piece *p)
+{
+	uint64_t chunk_no = p->chunk_no;
+	uint32_t in = p->in_chunk, left = p->len;
+	uint8_t *buf = p->buf;
+	int r = 0;
+
+	while (left && r == 0) {
+		struct raid_piece c = *p;
+
+		c.chunk_no = chunk_no++;
+		c.in_chunk = in;
+		c.len = MIN(left, a->chunk - in);
+		c.buf = buf;
+		r = layout_read_one(a, b, &c);
+		buf += c.len;
+		left -= c.len;
+		in = 0;
+	}
+	return r;
+}
+
+static unsigned
+data_member(const struct raid_array *a, uint64_t stripe, unsigned j)
+{
+	struct raid_loc loc;
+
+	raid5_map(&a->g, stripe * (a->nr_members - 1) + j, &loc);
+	return loc.member;
+}
+
+static uint64_t
+member_off(const struct raid_array *a, uint64_t stripe, uint32_t in)
+{
+	return a->data_offset + (stripe << a->g.chunk_shift) + in;
+}
+
+/* Which reads: 1 = read-modify-write is cheaper, 0 = reconstruct-write. */
+static int
+slice_use_rmw(const struct raid_array *a, const struct slice *sl)
+{
+	unsigned nd = a->nr_members - 1, rmw = 1, rcw = 0;
+
+	for (unsigned j = 0; j < nd; j++) {
+		bool touched = sl->we[j] > sl->ws[j];
+		bool full = sl->ws[j] == sl->a && sl->we[j] == sl->b;
+
+		rmw += touched;
+		rcw += !full;
+	}
+	return rmw < rcw;
+}
+
+/* Queue the reads a slice needs into the batch; bufs are slice-sized. */
+static int
+slice_reads(struct raid_array *a, struct raid_batch *b,
+	    const struct slice *sl, bool rmw, uint8_t **bufs, uint8_t *pbuf)
+{
+	unsigned nd = a->nr_members - 1;
+	uint32_t len = sl->b - sl->a;
+	int r = 0;
+
+	if (rmw) {
+		r = batch_add(b, &a->members[raid5_parity_member(&a->g, sl->stripe)],
+			      IO_READ, 0, pbuf, len,
+			      member_off(a, sl->stripe, sl->a));
+	}
+	for (unsigned j = 0; j < nd && r == 0; j++) {
+		struct raid_member *m = &a->members[data_member(a, sl->stripe, j)];
+		bool touched = sl->we[j] > sl->ws[j];
+		bool full = sl->ws[j] == sl->a && sl->we[j] == sl->b;
+
+		if (rmw && touched) {
+			r = batch_add(b, m, IO_READ, 0, bufs[j] + (sl->ws[j] - sl->a),
+				      sl->we[j] - sl->ws[j],
+				      member_off(a, sl->stripe, sl->ws[j]));
+		} else if (!rmw && !full) {
+			r = batch_add(b, m, IO_READ, 0, bufs[j], len,
+				      member_off(a, sl->stripe, sl->a));
+		}
+	}
+	return r;
+}
+
+/* New parity into pbuf; bufs hold old data (rmw) or the column (rcw). */
+static int
+slice_parity(struct raid_array *a, const struct slice *sl, bool rmw,
+	     uint8_t **bufs, uint8_t *pbuf, uint8_t *tmp)
+{
+	unsigned nd = a->nr_members - 1;
+	uint32_t len = sl->b - sl->a;
+	int r = 0;
+
+	for (unsigned j = 0; j < nd && r == 0; j++) {
+		uint32_t o = sl->ws[j] - sl->a, n = sl->we[j] - sl->ws[j];
+
+		if (n == 0) {
+			continue;
+		}
+		if (rmw) {
+			void *v[3] = { pbuf + o, bufs[j] + o, tmp };
+
+			memcpy(tmp, sl->src[j], n);
+			r = parity_xor(tmp + n, v, 3, n);
+			memcpy(pbuf + o, tmp + n, n);
+		} else {
+			memcpy(bufs[j] + o, sl->src[j], n);
+		}
+	}
+	if (!rmw && r == 0) {
+		r = parity_xor(pbuf, (void *const *)bufs, nd, len);
+	}
+	return r;
+}
+
+/* Read what the slice needs, compute parity, write data and parity. */
+static int
+raid5_write_slice(struct raid_array *a, struct raid_batch *b,
+		  const struct slice *sl, uint32_t flags)
+{
+	unsigned nd = a->nr_members - 1;
+	uint32_t len = sl->b - sl->a;
+	unsigned fua = (flags & RAID_FUA) ? IO_FUA : 0;
+	bool rmw = slice_use_rmw(a, sl);
+	uint8_t *bufs[RAID_MAX_MEMBERS], *pbuf, *tmp;
+	uint8_t *s = scratch_get((size_t)(nd + 3) * len);
+	int r;
+
+	if (!s) {
+		return -ENOMEM;
+	}
+	for (unsigned j = 0; j < nd; j++) {
+		bufs[j] = s + (size_t)j * len;
+	}
+	pbuf = s + (size_t)nd * len;
+	tmp = pbuf + len; /* two slices: new data, then the XOR */
+	batch_reset(b);
+	r = slice_reads(a, b, sl, rmw, bufs, pbuf);
+	if (r == 0 && b->nr) {
+		r = batch_run(b);
+	}
+	if (r == 0) {
+		r = slice_parity(a, sl, rmw, bufs, pbuf, tmp);
+	}
+	batch_reset(b);
+	for (unsigned j = 0; j < nd && r == 0; j++) {
+		if (sl->we[j] > sl->ws[j]) {
+			r = batch_add(b, &a->members[data_member(a, sl->stripe, j)],
+				      IO_WRITE, fua, (void *)sl->src[j],
+				      sl->we[j] - sl->ws[j],
+				      member_off(a, sl->stripe, sl->ws[j]));
+		}
+	}
+	if (r == 0) {
+		r = batch_add(b, &a->members[raid5_parity_member(&a->g, sl->stripe)],
+			      IO_WRITE, fua, pbuf, len,
+			      member_off(a, sl->stripe, sl->a));
+	}
+	if (r == 0) {
+		r = batch_run(b);
+	}
+	batch_reset(b);
+	return r;
+}
+
+/* The slice [a0, a0+alen) of the piece's stripe, with the piece's bytes. */
+static void
+slice_init(const struct raid_array *a, const struct raid_piece *p,
+	   uint32_t a0, uint32_t alen, const uint8_t *zeros, struct slice *sl)
+{
+	unsigned nd = a->nr_members - 1;
+	uint64_t first = p->chunk_no % nd; /* data index where the piece starts */
+	uint64_t start = first * a->chunk + p->in_chunk, end = start + p->len;
+
+	sl->stripe = p->chunk_no / nd;
+	sl->a = a0;
+	sl->b = a0 + alen;
+	for (unsigned j = 0; j < nd; j++) {
+		uint64_t lo = MAX(start, (uint64_t)j * a->chunk + sl->a);
+		uint64_t hi = MIN(end, (uint64_t)j * a->chunk + sl->b);
+
+		if (lo >= hi) {
+			sl->ws[j] = sl->we[j] = sl->a;
+			sl->src[j] = NULL;
+			continue;
+		}
+		sl->ws[j] = lo - (uint64_t)j * a->chunk;
+		sl->we[j] = hi - (uint64_t)j * a->chunk;
+		sl->src[j] = zeros ? zeros : (const uint8_t *)p->buf + (lo - start);
+	}
+}
+
+/* Write (or write zeros over) a piece: lock the stripe, slice by slice. */
+static int
+raid5_write_piece(struct raid_array *a, struct raid_batch *b,
+		  const struct raid_piece *p, const uint8_t *zeros)
+{
+	unsigned nd = a->nr_members - 1;
+	uint64_t stripe = p->chunk_no / nd;
+	/* The column the piece touches: all of it once it spans chunks. */
+	uint32_t lo = p->in_chunk, hi = p->in_chunk + p->len;
+	int r = 0;
+
+	if (hi > a->chunk) {
+		lo = 0;
+		hi = a->chunk;
+	}
+	stripe_lock(&a->stripe_locks, stripe);
+	for (uint32_t x = lo; x < hi && r == 0; x += RAID5_SLICE) {
+		struct slice sl;
+
+		slice_init(a, p, x, MIN(RAID5_SLICE, hi - x), zeros, &sl);
+		r = raid5_write_slice(a, b, &sl, p->flags);
+	}
+	stripe_unlock(&a->stripe_locks, stripe);
+	return r;
+}
+
+/* Trim or zero a whole stripe: every member's row, parity included. */
+static int
+raid5_discard_stripe(struct raid_array *a, struct raid_batch *b,
+		     const struct raid_piece *p)
+{
+	uint64_t stripe = p->chunk_no / (a->nr_members - 1);
+	int r = 0;
+
+	batch_reset(b);
+	stripe_lock(&a->stripe_locks, stripe);
+	for (unsigned m = 0; m < a->nr_members && r == 0; m++) {
+		r = batch_add(b, &a->members[m], p->op, 0, NULL, a->chunk,
+			      member_off(a, stripe, 0));
+	}
+	if (r == 0) {
+		r = batch_run(b);
+	}
+	/* fallocate has no FUA: flush every member, after it completed. */
+	batch_reset(b);
+	for (unsigned m = 0; m < a->nr_members && r == 0 &&
+			     (p->flags & RAID_FUA); m++) {
+		r = batch_add(b, &a->members[m], IO_FLUSH, 0, NULL, 0, 0);
+	}
+	if (r == 0 && b->nr) {
+		r = batch_run(b);
+	}
+	stripe_unlock(&a->stripe_locks, stripe);
+	batch_reset(b);
+	return r;
+}
+
+static int
+raid5_zero_part(struct raid_array *a, struct raid_batch *b,
+		const struct raid_piece *p)
+{
+	uint8_t *zeros;
+	int r;
+
+	if (p->flags & RAID_FAST_ZERO) {
+		return -ENOTSUP; /* only whole stripes zero without writing */
+	}
+	/* Aligned: O_DIRECT members take it as it is. */
+	if (posix_memalign((void **)&zeros, 4096, p->len) != 0) {
+		return -ENOMEM;
+	}
+	memset(zeros, 0, p->len);
+	r = raid5_write_piece(a, b, p, zeros);
+	free(zeros);
+	return r;
+}
+
+static int
+raid5_write(struct raid_array *a, struct raid_batch *b,
+	    const struct raid_piece *p)
+{
+	bool whole = p->in_chunk == 0 && p->chunk_no % (a->nr_members - 1) == 0 &&
+		     p->len == a->piece_bytes;
+
+	switch (p->op) {
+	case IO_WRITE:
+		return raid5_write_piece(a, b, p, NULL);
+	case IO_TRIM:
+		/* Block devices may discard to garbage: parity would break. */
+		return whole && !a->has_blk ? raid5_discard_stripe(a, b, p) : 0;
+	default: /* IO_ZERO, IO_PUNCH */
+		return whole ? raid5_discard_stripe(a, b, p)
+			     : raid5_zero_part(a, b, p);
+	}
+}
+
 const struct raid_layout raid5_layout = {
-	.name        = "raid5",
-	.level       = 5,
-	.min_members = 3,
-	.setup       = raid5_setup,
-	.map         = raid5_map,
-	.layout_name = raid5_layout_name,
-	.read        = layout_read_one,
-	.write       = NULL, /* read-modify-write: next */
+	.name          = "raid5",
+	.level         = 5,
+	.min_members   = 3,
+	.stripe_pieces = true,
+	.setup         = raid5_setup,
+	.map           = raid5_map,
+	.layout_name   = raid5_layout_name,
+	.read          = raid5_read,
+	.write         = raid5_write,
 };

@@ -128,7 +128,7 @@ def main():
                      M("level 10 needs at least 2 members"), all_files)
         expect_error("no level", mem[:2], M("level= is required"), all_files)
         # Refused without a documented wording: just non-zero and untouched.
-        for params in (["level=5"] + mem[:3], ["level=0", "io=fast"] + mem[:2],
+        for params in (["level=6"] + mem[:3], ["level=0", "io=fast"] + mem[:2],
                        ["level=0", "direct=maybe"] + mem[:2],
                        ["level=0", "metadata=v1"] + mem[:2],
                        ["level=0"]):

@@ -103,8 +103,8 @@ test_config_refuses_unknown_and_bad_values(void **state)
 	raid_config_init(&c);
 	assert_int_equal(raid_config_set(&c, "stripe", "64K"), -EINVAL);
 	assert_string_equal(last_error, "unknown parameter 'stripe'");
-	assert_int_equal(raid_config_set(&c, "level", "5"), -EINVAL);
-	assert_string_equal(last_error, "level '5': must be 0, 1 or 10");
+	assert_int_equal(raid_config_set(&c, "level", "6"), -EINVAL);
+	assert_string_equal(last_error, "level '6': must be 0, 1, 5 or 10");
 	assert_int_equal(raid_config_set(&c, "direct", "perhaps"), -EINVAL);
 	assert_int_equal(raid_config_set(&c, "io", "aio"), -EINVAL);
 	assert_int_equal(raid_config_set(&c, "metadata", "1.2"), -EINVAL);
