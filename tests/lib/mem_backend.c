@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mem_backend.h"
 
@@ -17,6 +18,9 @@ mem_one(struct io_req *r)
 {
 	struct mem_member *mm = mem_of(r->m);
 
+	if (mm->delay_us) {
+		usleep(mm->delay_us);
+	}
 	mm->ops++;
 	mm->count[r->op]++;
 	if (mm->fail_always || (mm->fail_at && mm->ops == mm->fail_at)) {

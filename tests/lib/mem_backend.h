@@ -21,6 +21,7 @@ struct mem_member {
 	unsigned fail_at;      /* fail the fail_at-th request (1-based); 0 never */
 	bool fail_always;
 	int fail_errno;        /* positive errno */
+	unsigned delay_us;     /* sleep before each request: widen races */
 };
 
 extern const struct io_backend mem_backend;
