@@ -41,7 +41,7 @@ struct raid_info {
 	uint32_t preferred_block;/* one full stripe (a power of two) */
 	uint32_t max_block;
 	bool read_only;          /* some member could only be opened read-only */
-	char layout[16];         /* "n2", "f2", ... or "" */
+	char layout[32];         /* "n2", "left-symmetric", ... or "" */
 };
 
 int raid_open(const struct raid_config *cfg, struct raid_array **out);
@@ -67,6 +67,20 @@ typedef int (*raid_extent_fn)(void *ctx, uint64_t offset, uint64_t length,
 			      uint32_t type);
 int raid_extents(struct raid_array *a, uint32_t count, uint64_t offset,
 		 uint32_t flags, raid_extent_fn add, void *ctx);
+
+/*
+ * Verify redundancy offline, as md's "check": RAID 5, every stripe's
+ * parity; RAID 1/10, every chunk's copies are equal; RAID 0 has nothing to
+ * check.  Reads only.  A unit is a stripe (RAID 5) or a logical chunk.
+ */
+#define RAID_CHECK_LIST 16
+struct raid_check_result {
+	uint64_t units;          /* stripes or chunks checked */
+	uint64_t mismatched;     /* of those, how many disagree */
+	uint64_t first[RAID_CHECK_LIST]; /* the first mismatched units */
+	const char *unit;        /* "stripe", "chunk" or "none" */
+};
+int raid_check(struct raid_array *a, struct raid_check_result *res);
 
 /* Where the bytes of one array offset live: copies of (member, offset). */
 struct raid_place {

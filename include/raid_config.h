@@ -43,6 +43,7 @@ struct raid_config {
 	bool direct;        /* open members O_DIRECT */
 	enum raid_io_mode io;
 	uint64_t data_offset; /* metadata=none: where array data starts */
+	bool read_only;     /* open members O_RDONLY (nbdraid check) */
 	char *metadata;     /* "none" */
 	char **members;     /* absolute paths, role order */
 	unsigned nr_members;

@@ -668,7 +668,7 @@ raid_open(const struct raid_config *cfg, struct raid_array **out)
 	}
 	for (; i < cfg->nr_members; i++) {
 		r = member_open(&m[i], i, cfg->members[i], cfg->direct,
-				cfg->io);
+				cfg->read_only, cfg->io);
 		if (r < 0) {
 			i++; /* close this one too */
 			goto err;

@@ -88,11 +88,12 @@ member_size(struct raid_member *m, const struct stat *st)
 }
 
 static int
-member_open_fd(struct raid_member *m, bool direct)
+member_open_fd(struct raid_member *m, bool direct, bool read_only)
 {
 	int flags = O_CLOEXEC | (direct ? O_DIRECT : 0);
 
-	m->fd = open(m->path, O_RDWR | flags);
+	m->fd = open(m->path, (read_only ? O_RDONLY : O_RDWR) | flags);
+	m->read_only = read_only && m->fd >= 0;
 	if (m->fd < 0 && (errno == EROFS || errno == EACCES)) {
 		m->fd = open(m->path, O_RDONLY | flags);
 		m->read_only = m->fd >= 0;
@@ -102,7 +103,7 @@ member_open_fd(struct raid_member *m, bool direct)
 
 int
 member_open(struct raid_member *m, unsigned role, const char *path,
-	    bool direct, enum raid_io_mode io)
+	    bool direct, bool read_only, enum raid_io_mode io)
 {
 	struct stat st;
 	int r;
@@ -114,7 +115,7 @@ member_open(struct raid_member *m, unsigned role, const char *path,
 	if (!m->path) {
 		return -ENOMEM;
 	}
-	r = member_open_fd(m, direct);
+	r = member_open_fd(m, direct, read_only);
 	if (r == -EINVAL && direct) {
 		raid_error("member %u (%s): open: O_DIRECT is not supported here (use direct=false)",
 			   role, path);

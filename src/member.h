@@ -39,7 +39,7 @@ struct raid_member {
 };
 
 int member_open(struct raid_member *m, unsigned role, const char *path,
-		bool direct, enum raid_io_mode io);
+		bool direct, bool read_only, enum raid_io_mode io);
 void member_close(struct raid_member *m);
 
 /*

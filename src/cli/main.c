@@ -4,10 +4,17 @@
  *
  *   nbdraid info KEY=VALUE...           geometry, size, block sizes
  *   nbdraid map OFFSET KEY=VALUE...     where each copy of a byte lives
+ *   nbdraid check [--json] KEY=VALUE... verify parity / mirror copies,
+ *                                       offline; exit 0 only if all agree
+ *
+ * The settings name the geometry today; once members carry superblocks,
+ * `check member=...` will read it from them and the rest becomes optional.
  *
  * Errors print "nbdraid: <cmd>: <message>" and exit 1.
  */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,10 +25,12 @@ struct command {
 	const char *name;
 	int (*fn)(struct raid_array *a, int argc, char **argv);
 	int nr_args; /* positional arguments before the settings */
+	bool read_only; /* never opens a member for writing */
 	const char *usage;
 };
 
 static const char *cmd_name = "";
+static bool opt_json;
 
 static void
 cli_log(enum raid_log_level lvl, const char *fmt, va_list ap)
@@ -81,9 +90,54 @@ cmd_map(struct raid_array *a, int argc, char **argv)
 	return 0;
 }
 
+static int
+cmd_check(struct raid_array *a, int argc, char **argv)
+{
+	struct raid_check_result res;
+	struct raid_info i;
+	int r;
+
+	(void)argc;
+	(void)argv;
+	raid_get_info(a, &i);
+	r = raid_check(a, &res);
+	if (r < 0) {
+		fprintf(stderr, "nbdraid: check: %s\n", strerror(-r));
+		return 2;
+	}
+	if (opt_json) {
+		printf("{\"level\": %d, \"layout\": \"%s\", \"members\": %u, "
+		       "\"chunk\": %llu, \"unit\": \"%s\", \"checked\": %llu, "
+		       "\"mismatched\": %llu, \"first_mismatched\": [",
+		       i.level, i.layout, i.nr_members,
+		       (unsigned long long)i.chunk, res.unit,
+		       (unsigned long long)res.units,
+		       (unsigned long long)res.mismatched);
+		for (uint64_t k = 0; k < res.mismatched && k < RAID_CHECK_LIST; k++) {
+			printf("%s%llu", k ? ", " : "",
+			       (unsigned long long)res.first[k]);
+		}
+		printf("]}\n");
+	} else if (res.units == 0 && strcmp(res.unit, "none") == 0) {
+		printf("raid%d, %u members: no redundancy, nothing to check\n",
+		       i.level, i.nr_members);
+	} else {
+		printf("raid%d%s%s, %u members, chunk %llu: %llu %ss checked, %llu mismatched\n",
+		       i.level, i.layout[0] ? " " : "", i.layout, i.nr_members,
+		       (unsigned long long)i.chunk, (unsigned long long)res.units,
+		       res.unit, (unsigned long long)res.mismatched);
+		for (uint64_t k = 0; k < res.mismatched && k < RAID_CHECK_LIST; k++) {
+			printf("mismatched %s %llu\n", res.unit,
+			       (unsigned long long)res.first[k]);
+		}
+	}
+	return res.mismatched ? 1 : 0;
+}
+
 static const struct command commands[] = {
-	{ "info", cmd_info, 0, "info KEY=VALUE..." },
-	{ "map",  cmd_map,  1, "map OFFSET KEY=VALUE..." },
+	{ "info",  cmd_info,  0, true,  "info KEY=VALUE..." },
+	{ "map",   cmd_map,   1, true,  "map OFFSET KEY=VALUE..." },
+	{ "check", cmd_check, 0, true,  "check [--json] KEY=VALUE..." },
 };
 #define NR_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -106,9 +160,14 @@ run(const struct command *c, int argc, char **argv)
 	int r = 1;
 
 	raid_config_init(&cfg);
+	cfg.read_only = c->read_only;
 	for (int i = c->nr_args; i < argc; i++) {
 		char *eq = strchr(argv[i], '=');
 
+		if (strcmp(argv[i], "--json") == 0) {
+			opt_json = true;
+			continue;
+		}
 		if (!eq) {
 			fprintf(stderr, "nbdraid: %s: '%s': expected KEY=VALUE\n",
 				c->name, argv[i]);

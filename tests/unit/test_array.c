@@ -352,6 +352,38 @@ test_array_refuses_out_of_range(void **state)
 	free_array(&f);
 }
 
+/* nbdraid check on mirrors: copies that differ are counted by chunk. */
+static void
+test_array_check_counts_differing_copies(void **state)
+{
+	struct raid_check_result res;
+	struct raid_place p[RAID_MAX_COPIES];
+	struct fixture f;
+	static char buf[6 * CHUNK];
+
+	(void)state;
+	assert_int_equal(make_array(&f, 10, "f2", 3, 8 * CHUNK), 0);
+	memset(buf, 0x5a, sizeof(buf));
+	assert_int_equal(raid_pwrite(f.a, buf, sizeof(buf), 0, 0), 0);
+	assert_int_equal(raid_check(f.a, &res), 0);
+	assert_string_equal(res.unit, "chunk");
+	assert_int_equal(res.units, f.a->g.array_chunks);
+	assert_int_equal(res.mismatched, 0);
+	/* Damage the far copy of chunk 5. */
+	assert_int_equal(raid_locate(f.a, 5 * CHUNK + 9, p, RAID_MAX_COPIES), 2);
+	mem_of(&f.m[p[1].member])->data[p[1].offset] ^= 1;
+	assert_int_equal(raid_check(f.a, &res), 0);
+	assert_int_equal(res.mismatched, 1);
+	assert_int_equal(res.first[0], 5);
+	free_array(&f);
+	/* RAID 0 has nothing to check. */
+	assert_int_equal(make_array(&f, 0, NULL, 2, 8 * CHUNK), 0);
+	assert_int_equal(raid_check(f.a, &res), 0);
+	assert_string_equal(res.unit, "none");
+	assert_int_equal(res.units, 0);
+	free_array(&f);
+}
+
 int
 main(void)
 {
@@ -367,6 +399,7 @@ main(void)
 		cmocka_unit_test(test_array_sequential_mirror_read_is_one_member_io),
 		cmocka_unit_test(test_array_read_balances_to_least_busy_copy),
 		cmocka_unit_test(test_array_refuses_out_of_range),
+		cmocka_unit_test(test_array_check_counts_differing_copies),
 	};
 
 	raid_set_log(capture_log);

@@ -545,6 +545,32 @@ test_raid5_full_stripe_write_reads_nothing(void **state)
 	r5_close(&f);
 }
 
+/* nbdraid check: zero mismatches on a good array, exactly the bad stripes. */
+static void
+test_raid5_check_counts_bad_stripes(void **state)
+{
+	struct raid_check_result res;
+	uint8_t buf[9 * MCHUNK];
+	struct r5 f;
+
+	(void)state;
+	r5_open(&f, 4, "right-asymmetric", 8 * MCHUNK);
+	fill_random(buf, sizeof(buf));
+	assert_int_equal(raid_pwrite(f.a, buf, sizeof(buf), 1000, 0), 0);
+	assert_int_equal(raid_check(f.a, &res), 0);
+	assert_string_equal(res.unit, "stripe");
+	assert_int_equal(res.units, 8);
+	assert_int_equal(res.mismatched, 0);
+	/* Flip bytes in stripes 2 (a data chunk) and 6 (on any member). */
+	mem_of(&f.m[1])->data[2 * MCHUNK + 17] ^= 1;
+	mem_of(&f.m[3])->data[6 * MCHUNK + MCHUNK - 1] ^= 0x80;
+	assert_int_equal(raid_check(f.a, &res), 0);
+	assert_int_equal(res.mismatched, 2);
+	assert_int_equal(res.first[0], 2);
+	assert_int_equal(res.first[1], 6);
+	r5_close(&f);
+}
+
 int
 main(void)
 {
@@ -558,6 +584,7 @@ main(void)
 		cmocka_unit_test(test_raid5_random_ops),
 		cmocka_unit_test(test_raid5_concurrent_writes_keep_parity),
 		cmocka_unit_test(test_raid5_full_stripe_write_reads_nothing),
+		cmocka_unit_test(test_raid5_check_counts_bad_stripes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
