@@ -117,6 +117,13 @@ run_random(const char *where, int level, enum raid_io_mode io, bool direct)
 	}
 	assert_int_equal(raid_pread(a, raw, size, 0, 0), 0);
 	assert_memory_equal(raw, model, size);
+	if (level == 5) {
+		struct raid_check_result res;
+
+		assert_int_equal(raid_check(a, &res), 0);
+		assert_int_equal(res.mismatched, 0);
+		assert_true(res.units > 0);
+	}
 	raid_close(a);
 	raid_config_free(&c);
 	free(model);
@@ -131,6 +138,7 @@ test_io_buffered_random(void **state)
 	for (int io = RAID_IO_URING; io <= RAID_IO_PSYNC; io++) {
 		run_random(dir, 0, io, false);
 		run_random(dir, 1, io, false);
+		run_random(dir, 5, io, false);
 		run_random(dir, 10, io, false);
 	}
 }
@@ -145,6 +153,7 @@ test_io_direct_unaligned_random(void **state)
 	}
 	for (int io = RAID_IO_URING; io <= RAID_IO_PSYNC; io++) {
 		run_random(dir, 0, io, true);
+		run_random(dir, 5, io, true);
 		run_random(dir, 10, io, true);
 	}
 }
