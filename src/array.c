@@ -359,7 +359,12 @@ raid_flush(struct raid_array *a)
 	return flush_members(a, NULL);
 }
 
-/* Trim and zero: fallocate-class ops on every copy, then FUA as a flush. */
+/*
+ * Trim and zero: fallocate-class ops on every copy, then FUA as a flush.
+ * On O_DIRECT arrays they change member blocks like a write, so they hold
+ * rmw_lock for reading: an unaligned write's read-patch-write of the same
+ * block must not straddle them (it would write the old bytes back).
+ */
 static int
 array_discard(struct raid_array *a, int op, uint32_t flags, uint64_t count,
 	      uint64_t off)
@@ -368,7 +373,13 @@ array_discard(struct raid_array *a, int op, uint32_t flags, uint64_t count,
 	struct raid_batch *b;
 	int r;
 
+	if (a->io_align > 1) {
+		pthread_rwlock_rdlock(&a->rmw_lock);
+	}
 	r = array_rw(a, op, 0, NULL, count, off);
+	if (a->io_align > 1) {
+		pthread_rwlock_unlock(&a->rmw_lock);
+	}
 	if (r < 0 || !(flags & RAID_FUA)) {
 		return r;
 	}

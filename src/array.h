@@ -4,9 +4,10 @@
  * Locks (docs/locking.md lists them all):
  *   rmw_lock  only when some member is O_DIRECT (io_align > 1).  An
  *             unaligned write reads, patches and rewrites its edge blocks;
- *             it holds rmw_lock for writing so that no other write can
- *             land in those blocks in between (a lost update).  Every other
- *             write holds it for reading.  Reads take nothing.
+ *             it holds rmw_lock for writing so that no other write, zero
+ *             or trim can land in those blocks in between (a lost update).
+ *             Every other write, zero and trim holds it for reading.
+ *             Reads take nothing.
  * Everything else in the array is fixed after raid_open(); per-request
  * state (the batch, the bounce buffer, the io_uring ring) is per thread.
  */
