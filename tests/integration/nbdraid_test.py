@@ -7,9 +7,10 @@ What is here:
   skip/fail/seed       exit-code conventions (0 pass, 77 skip, 1 fail) and
                        the per-run random seed ($NBDRAID_SEED overrides)
   Geometry             an independent model of where md puts every array
-                       byte (RAID0 striping, RAID1 mirroring, and RAID10 as
+                       byte (RAID0 striping, RAID1 mirroring, RAID10 as
                        md's drivers/md/raid10.c __raid10_find_phys with
-                       far_set_size = raid_disks), plus the md array size
+                       far_set_size = raid_disks, and RAID5 with md's four
+                       parity layouts), plus the md array size
   Model                the expected array contents as a bytearray; bytes
                        that were trimmed are "either the old value or zero"
   Server               one nbdkit on a unix socket in a private temp dir,
@@ -18,7 +19,9 @@ What is here:
                        connections at once, checked against a Model
   verify_members       read the member files and check every copy of every
                        array byte where Geometry says it lives, and that
-                       bytes no copy maps to were never written (still zero)
+                       bytes no copy maps to were never written (still zero);
+                       for RAID5 also the parity (verify_parity: the XOR of
+                       all members is zero on every stripe row in use)
 
 Member files are created sparse (truncate), so "never written" reads zero.
 """
@@ -26,6 +29,7 @@ Member files are created sparse (truncate), so "never written" reads zero.
 import ctypes
 import errno
 import faulthandler
+import functools
 import hashlib
 import os
 import random
@@ -186,6 +190,26 @@ def io_uring_works():
 # The md placement model (independent of the plugin's code)
 
 
+# RAID5 layouts: md's names, their short aliases, and the two choices each
+# makes: parity rotates from the last member down (left) or from the first
+# up (right); data starts after the parity member and wraps (symmetric) or
+# fills the other members in order (asymmetric).
+RAID5_LAYOUTS = {
+    "left-symmetric": "ls", "left-asymmetric": "la",
+    "right-symmetric": "rs", "right-asymmetric": "ra",
+}
+RAID5_ALIASES = {v: k for k, v in RAID5_LAYOUTS.items()}
+
+
+def raid5_layout(layout):
+    """RAID5 layout name or alias -> md's full name (left-symmetric if
+    None)."""
+    name = RAID5_ALIASES.get(layout, layout or "left-symmetric")
+    if name not in RAID5_LAYOUTS:
+        raise ValueError("bad raid5 layout %r" % layout)
+    return name
+
+
 def parse_layout(layout, n):
     """RAID10 layout name -> (near_copies, far_copies, far_offset)."""
     m = re.fullmatch(r"([nfo])([0-9]+)", layout)
@@ -202,8 +226,13 @@ class Geometry:
 
     copies(k) lists (member, member_chunk) for logical chunk k, first copy
     first.  Sizes follow md: RAID0 n * smallest, RAID1 smallest, RAID10
-    (smallest_chunks // far_copies) * n // near_copies chunks; all whole
-    chunks.  Array data starts at offset 0 of every member.
+    (smallest_chunks // far_copies) * n // near_copies chunks, RAID5
+    (n - 1) * smallest_chunks; all whole chunks.  Array data starts at
+    offset 0 of every member.
+
+    RAID5: chunk k is data index d = k % (n-1) of stripe s = k // (n-1);
+    stripe s is member chunk s of every member, its parity on member
+    parity_member(s), which holds the XOR of the stripe's n-1 data chunks.
     """
 
     def __init__(self, level, sizes, chunk, layout=None):
@@ -224,6 +253,11 @@ class Geometry:
             self.chunks = (sc // fc) * n // nc
             used = -(-self.chunks * nc * fc // n)  # md: DIV_ROUND_UP
             self.stride = 1 if fo else used // fc
+        elif level == 5:
+            assert n >= 3, "raid5 needs 3 members"
+            self.r5 = raid5_layout(layout)
+            self.stripes = sc
+            self.chunks = sc * (n - 1)
         else:
             raise ValueError("level %r" % level)
         self.size = self.chunks * chunk
@@ -231,7 +265,7 @@ class Geometry:
     def params(self):
         """The plugin parameters describing this geometry (minus members)."""
         p = ["level=%d" % self.level, "chunk=%d" % self.chunk]
-        if self.level == 10 and self.layout:
+        if self.level in (5, 10) and self.layout:
             p.append("layout=%s" % self.layout)
         return p
 
@@ -239,6 +273,8 @@ class Geometry:
         s = "raid%d" % self.level
         if self.level == 10:
             s += "-" + (self.layout or "n2")
+        if self.level == 5:
+            s += "-" + RAID5_LAYOUTS[self.r5]
         return "%s x%d chunk=%dK sizes=%s" % (
             s, self.n, self.chunk // KiB, ",".join(str(x) for x in self.sizes))
 
@@ -248,7 +284,35 @@ class Geometry:
             return [(k % self.n, k // self.n)]
         if self.level == 1:
             return [(m, k) for m in range(self.n)]
+        if self.level == 5:
+            s, d = divmod(k, self.n - 1)
+            return [(self.data_member(s, d), s)]
         return self._raid10(k)
+
+    def parity_member(self, s):
+        """RAID5: the member holding stripe s's parity (at member chunk s)."""
+        n = self.n
+        if self.r5.startswith("left-"):
+            return (n - 1) - s % n
+        return s % n
+
+    def data_member(self, s, d):
+        """RAID5: the member holding data index d (0..n-2) of stripe s."""
+        p = self.parity_member(s)
+        if self.r5.endswith("-symmetric"):
+            return (p + 1 + d) % self.n
+        return d + 1 if d >= p else d
+
+    def stripe_span(self, s):
+        """RAID5: the array bytes [start, end) that stripe s holds."""
+        w = (self.n - 1) * self.chunk
+        return s * w, (s + 1) * w
+
+    def parity_slots(self):
+        """(member, member_chunk) of every parity chunk (RAID5), else []."""
+        if self.level != 5:
+            return []
+        return [(self.parity_member(s), s) for s in range(self.stripes)]
 
     def _raid10(self, k):
         # md __raid10_find_phys, counted in chunks instead of sectors, with
@@ -284,8 +348,11 @@ class Geometry:
             offset += n
 
     def self_check(self):
-        """Every copy on its own member, in range, no slot used twice."""
-        seen = set()
+        """Every copy on its own member, in range, no slot used twice; for
+        RAID5 every slot of a stripe row used exactly once (data or parity)
+        and a stripe's data chunks all in its row."""
+        seen = set(self.parity_slots())
+        assert len(seen) == len(self.parity_slots()), self.name()
         for k in range(self.chunks):
             cs = self.copies(k)
             members = [m for m, _ in cs]
@@ -295,6 +362,11 @@ class Geometry:
                     (self.name(), k, cs)
                 assert (m, mc) not in seen, (self.name(), k, cs)
                 seen.add((m, mc))
+        if self.level == 5:
+            assert seen == {(m, r) for m in range(self.n)
+                            for r in range(self.stripes)}, self.name()
+            for k in range(self.chunks):
+                assert self.copies(k)[0][1] == k // (self.n - 1), k
 
 
 def _rows(geo):
@@ -304,6 +376,18 @@ def _rows(geo):
         for m, mc in geo.copies(k):
             rows.setdefault(mc, {})[m] = k
     return [[rows[r].get(m) for m in range(geo.n)] for r in sorted(rows)]
+
+
+def _raid5_picture(geo):
+    """RAID5 member-chunk table as md draws it: rows[stripe][member] is
+    "D<k>" or "P"."""
+    rows = [["P" if m == geo.parity_member(s) else None
+             for m in range(geo.n)] for s in range(geo.stripes)]
+    for k in range(geo.chunks):
+        (m, s), = geo.copies(k)
+        assert rows[s][m] is None, (geo.name(), k)
+        rows[s][m] = "D%d" % k
+    return [" ".join(r) for r in rows]
 
 
 def _model_self_test():
@@ -335,13 +419,55 @@ def _model_self_test():
         assert a.size == b.size
         assert all(sorted(a.copies(k)) == sorted(b.copies(k))
                    for k in range(a.chunks))
+    # RAID5 over 4 drives, as md draws them (md(4), drivers/md/raid5.c
+    # raid5_compute_sector, the linux-raid wiki)
+    pictures = {
+        "left-symmetric": ["D0 D1 D2 P", "D4 D5 P D3", "D8 P D6 D7",
+                           "P D9 D10 D11"],
+        "left-asymmetric": ["D0 D1 D2 P", "D3 D4 P D5", "D6 P D7 D8",
+                            "P D9 D10 D11"],
+        "right-symmetric": ["P D0 D1 D2", "D5 P D3 D4", "D7 D8 P D6",
+                            "D9 D10 D11 P"],
+        "right-asymmetric": ["P D0 D1 D2", "D3 P D4 D5", "D6 D7 P D8",
+                             "D9 D10 D11 P"],
+    }
+    for name, want in pictures.items():
+        for lay in (name, RAID5_LAYOUTS[name]):
+            g = Geometry(5, [4 * c + 100] * 3 + [6 * c], c, lay)
+            assert g.chunks == 12 and g.size == 12 * c, (lay, g.chunks)
+            assert _raid5_picture(g) == want, (lay, _raid5_picture(g))
+    # the default is left-symmetric; there chunk k always sits on member k%n
+    g = Geometry(5, [9 * c] * 5, c)
+    assert g.r5 == "left-symmetric" and g.chunks == 36
+    assert all(g.copies(k)[0][0] == k % 5 for k in range(g.chunks))
+    # over 3 drives: left-symmetric D0 D1 P / D3 P D2 / P D4 D5
+    g = Geometry(5, [3 * c] * 3, c, "ls")
+    assert _raid5_picture(g) == ["D0 D1 P", "D3 P D2", "P D4 D5"]
+    # parity_mismatches finds exactly the stripes a flipped byte breaks
+    g = Geometry(5, [5 * c + 7] * 4, c, "ra")
+    rnd = random.Random(5)
+    mem = [bytearray(g.sizes[m]) for m in range(4)]
+    for k in range(g.chunks):
+        (m, r), = g.copies(k)
+        mem[m][r * c:(r + 1) * c] = rnd.randbytes(c)
+    for st in range(g.stripes):
+        pm = g.parity_member(st)
+        for m in range(4):
+            if m != pm:
+                for i in range(st * c, (st + 1) * c, 512):
+                    mem[pm][i:i + 512] = (int.from_bytes(
+                        mem[pm][i:i + 512], "little") ^ int.from_bytes(
+                        mem[m][i:i + 512], "little")).to_bytes(512, "little")
+    assert parity_mismatches(g, mem) == []
+    mem[1][3 * c + 100] ^= 0x40
+    mem[2][g.sizes[2] - 1] ^= 1     # past the last stripe: not a stripe
+    assert parity_mismatches(g, mem) == [(3, 3 * c + 100, 1)]
     for lv, lay, n in [(0, None, 1), (0, None, 3), (1, None, 3),
                        (10, "n2", 4), (10, "n3", 4), (10, "f3", 4),
-                       (10, "o3", 3), (10, "o2", 5), (10, "f2", 5)]:
+                       (10, "o3", 3), (10, "o2", 5), (10, "f2", 5),
+                       (5, "ls", 3), (5, "la", 4), (5, "rs", 5),
+                       (5, "ra", 6), (5, "left-symmetric", 7)]:
         Geometry(lv, [7 * c + 100] * (n - 1) + [9 * c], c, lay).self_check()
-
-
-_model_self_test()
 
 
 # ---------------------------------------------------------------------------
@@ -629,9 +755,53 @@ def read_member(path):
         return f.read()
 
 
+def parity_mismatches(geo, mem):
+    """RAID5: the stripes whose members do not XOR to zero, given the member
+    files' contents mem; returns [(stripe, first bad member offset,
+    bytes that differ)]."""
+    end = geo.stripes * geo.chunk
+    x = 0
+    for b in mem:
+        x ^= int.from_bytes(b[:end], "little")
+    if x == 0:
+        return []
+    xb = x.to_bytes(end, "little")
+    bad = []
+    zero = bytes(geo.chunk)
+    for st in range(geo.stripes):
+        row = xb[st * geo.chunk:(st + 1) * geo.chunk]
+        if row != zero:
+            first = next(i for i, v in enumerate(row) if v)
+            bad.append((st, st * geo.chunk + first,
+                        geo.chunk - row.count(0)))
+    return bad
+
+
+def verify_parity(geo, mem, paths, label=""):
+    """RAID5: every stripe row in use XORs to zero across the members."""
+    bad = parity_mismatches(geo, mem)
+    if not bad:
+        return
+    st, off, ndiff = bad[0]
+    c = geo.chunk
+    who = ["%d:%s" % (m, "P" if m == geo.parity_member(st) else "D%d" % (
+        st * (geo.n - 1) + [geo.data_member(st, d)
+                            for d in range(geo.n - 1)].index(m)))
+           for m in range(geo.n)]
+    fail("%s: parity: %d of %d stripes do not XOR to zero; first: stripe %d "
+         "(member offset %d, members %s): byte %d of the row (member offset "
+         "%d) XORs to 0x%02x, %d bytes of the row differ; bad stripes %s%s" % (
+             label, len(bad), geo.stripes, st, st * c, " ".join(who),
+             off - st * c, off,
+             functools.reduce(lambda a, b: a ^ b, (m[off] for m in mem)),
+             ndiff, [b[0] for b in bad[:20]],
+             "..." if len(bad) > 20 else ""))
+
+
 def verify_members(geo, model, paths, label=""):
     """Check every copy of every array byte in the member files, and that
-    member bytes no copy maps to are still zero (never written)."""
+    member bytes no copy maps to are still zero (never written).  RAID5:
+    parity chunks count as mapped, and every stripe's parity must hold."""
     mem = [read_member(p) for p in paths]
     for i, p in enumerate(paths):
         check(len(mem[i]) == geo.sizes[i], "%s: member %d size %d != %d" % (
@@ -648,6 +818,8 @@ def verify_members(geo, model, paths, label=""):
                 fail("%s: array chunk %d copy %d on member %d (%s) at member "
                      "offset %d: %s" % (label, k, copy, m, paths[m], mc * c,
                                         bad))
+    for m, mc in geo.parity_slots():
+        covered[m][mc] = 1
     for m in range(geo.n):
         for mc in range(-(-geo.sizes[m] // c)):
             if covered[m][mc]:
@@ -658,6 +830,8 @@ def verify_members(geo, model, paths, label=""):
                 fail("%s: member %d (%s) byte %d is 0x%02x but lies outside "
                      "the array's map (should never be written)" % (
                          label, m, paths[m], mc * c + nz, got[nz]))
+    if geo.level == 5:
+        verify_parity(geo, mem, paths, label)
 
 
 # ---------------------------------------------------------------------------
@@ -852,3 +1026,8 @@ def verify_readback(srv, model, geo, label=""):
         if bad:
             fail("%s: read-back: %s" % (label, bad))
         model.resolve(off, got)
+
+
+# The placement model is pinned to md's pictures at import: a model that
+# drifted fails every test that uses it.
+_model_self_test()

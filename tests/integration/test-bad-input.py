@@ -126,6 +126,14 @@ def main():
                          r"have %d" % (lay, need, have), all_files)
         expect_error("raid10 with one member", ["level=10", mem[0]],
                      M("level 10 needs at least 2 members"), all_files)
+        for have in (2, 1):
+            expect_error("raid5 with %d member%s" % (have, "s" * (have > 1)),
+                         ["level=5", "chunk=64K"] + mem[:have],
+                         M("at least 3 members"), all_files)
+        expect_error("raid5 layout n2", ["level=5", "layout=n2"] + mem[:3],
+                     M("raid5 layout 'n2'"), all_files)
+        expect_error("raid10 layout ls", ["level=10", "layout=ls"] + mem[:3],
+                     M("raid10 layout 'ls'"), all_files)
         expect_error("no level", mem[:2], M("level= is required"), all_files)
         # Refused without a documented wording: just non-zero and untouched.
         for params in (["level=6"] + mem[:3], ["level=0", "io=fast"] + mem[:2],
