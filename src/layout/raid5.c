@@ -66,7 +66,7 @@ raid5_setup(struct raid_geom *g, const char *layout, char *err, size_t errlen)
 	}
 	if (i == NR_ALGORITHMS) {
 		snprintf(err, errlen,
-			 "raid5 layout '%s': must be left-symmetric, left-asymmetric, right-symmetric or right-asymmetric",
+			 "raid5 layout '%s': must be left-symmetric (ls), left-asymmetric (la), right-symmetric (rs) or right-asymmetric (ra)",
 			 s);
 		return -EINVAL;
 	}
