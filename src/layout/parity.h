@@ -5,8 +5,7 @@
  * reconstruction (any one chunk of a stripe = XOR of all the others, parity
  * included).  ISA-L's xor_gen wants 32-byte aligned pointers; the bulk of a
  * range goes through it and a tail under 32 bytes through a plain loop.
- * Unaligned pointers (never on the data path: its scratch buffers are
- * page-aligned) take the plain loop.
+ * Unaligned pointers (a client's buffer) take a word-at-a-time loop.
  */
 #ifndef RAID_PARITY_H
 #define RAID_PARITY_H

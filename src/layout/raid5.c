@@ -293,33 +293,40 @@ slice_reads(struct raid_array *a, struct raid_batch *b,
 	return r;
 }
 
-/* New parity into pbuf; bufs hold old data (rmw) or the column (rcw). */
+/*
+ * New parity into pbuf; bufs hold old data (rmw) or the column (rcw).  A
+ * chunk the write covers over the whole slice is XORed straight from the
+ * client's buffer, not copied first.
+ */
 static int
 slice_parity(struct raid_array *a, const struct slice *sl, bool rmw,
 	     uint8_t **bufs, uint8_t *pbuf, uint8_t *tmp)
 {
 	unsigned nd = a->nr_members - 1;
 	uint32_t len = sl->b - sl->a;
+	void *col[RAID_MAX_MEMBERS];
 	int r = 0;
 
 	for (unsigned j = 0; j < nd && r == 0; j++) {
 		uint32_t o = sl->ws[j] - sl->a, n = sl->we[j] - sl->ws[j];
 
+		col[j] = bufs[j];
 		if (n == 0) {
 			continue;
 		}
 		if (rmw) {
-			void *v[3] = { pbuf + o, bufs[j] + o, tmp };
+			void *v[3] = { pbuf + o, bufs[j] + o, (void *)sl->src[j] };
 
-			memcpy(tmp, sl->src[j], n);
-			r = parity_xor(tmp + n, v, 3, n);
-			memcpy(pbuf + o, tmp + n, n);
+			r = parity_xor(tmp, v, 3, n);
+			memcpy(pbuf + o, tmp, n);
+		} else if (n == len) {
+			col[j] = (void *)sl->src[j];
 		} else {
 			memcpy(bufs[j] + o, sl->src[j], n);
 		}
 	}
 	if (!rmw && r == 0) {
-		r = parity_xor(pbuf, (void *const *)bufs, nd, len);
+		r = parity_xor(pbuf, col, nd, len);
 	}
 	return r;
 }
