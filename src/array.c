@@ -228,7 +228,7 @@ read_bounced(struct raid_array *a, void *buf, uint64_t count, uint64_t off)
 {
 	uint64_t lo = ROUND_DOWN(off, a->io_align);
 	uint64_t hi = ROUND_UP(off + count, a->io_align);
-	char *bb = bounce_get(hi - lo, a->mem_align);
+	char *bb = bounce_get(BOUNCE_IO, hi - lo, a->mem_align);
 	int r;
 
 	if (!bb) {
@@ -238,7 +238,7 @@ read_bounced(struct raid_array *a, void *buf, uint64_t count, uint64_t off)
 	if (r == 0) {
 		memcpy(buf, bb + (off - lo), count);
 	}
-	bounce_put();
+	bounce_put(BOUNCE_IO);
 	return r;
 }
 
@@ -265,7 +265,7 @@ write_rmw(struct raid_array *a, const void *buf, uint64_t count,
 {
 	uint32_t al = a->io_align;
 	uint64_t lo = ROUND_DOWN(off, al), hi = ROUND_UP(off + count, al);
-	char *bb = bounce_get(hi - lo, a->mem_align);
+	char *bb = bounce_get(BOUNCE_IO, hi - lo, a->mem_align);
 	int r = 0;
 
 	if (!bb) {
@@ -281,7 +281,7 @@ write_rmw(struct raid_array *a, const void *buf, uint64_t count,
 		memcpy(bb + (off - lo), buf, count);
 		r = array_rw(a, IO_WRITE, flags, bb, hi - lo, lo);
 	}
-	bounce_put();
+	bounce_put(BOUNCE_IO);
 	return r;
 }
 
@@ -302,10 +302,10 @@ write_direct(struct raid_array *a, const void *buf, uint64_t count,
 	pthread_rwlock_rdlock(&a->rmw_lock);
 	if (IS_ALIGNED((uintptr_t)buf, a->mem_align)) {
 		r = array_rw(a, IO_WRITE, flags, (void *)buf, count, off);
-	} else if ((bb = bounce_get(count, a->mem_align)) != NULL) {
+	} else if ((bb = bounce_get(BOUNCE_IO, count, a->mem_align)) != NULL) {
 		memcpy(bb, buf, count);
 		r = array_rw(a, IO_WRITE, flags, bb, count, off);
-		bounce_put();
+		bounce_put(BOUNCE_IO);
 	} else {
 		r = -ENOMEM;
 	}

@@ -1,4 +1,4 @@
-/* bounce.c: the per-thread aligned bounce buffer (see bounce.h). */
+/* bounce.c: the per-thread aligned buffers (see bounce.h). */
 #include <stdlib.h>
 
 #include "bounce.h"
@@ -15,28 +15,32 @@ struct bounce {
 static void
 bounce_free(void *p)
 {
-	struct bounce *b = p;
+	struct bounce *set = p;
 
-	free(b->buf);
-	free(b);
+	for (unsigned i = 0; i < BOUNCE_SLOTS; i++) {
+		free(set[i].buf);
+	}
+	free(set);
 }
 
 static struct tls_key bounce_key = TLS_KEY_INIT(bounce_free);
-static _Thread_local struct bounce *tl_bounce;
+static _Thread_local struct bounce *tl_bounce; /* [BOUNCE_SLOTS] */
 
 void *
-bounce_get(size_t len, size_t align)
+bounce_get(enum bounce_slot slot, size_t len, size_t align)
 {
-	struct bounce *b = tl_bounce;
+	struct bounce *b;
 
-	if (!b) {
-		b = calloc(1, sizeof(*b));
-		if (!b || tls_attach(&bounce_key, b) < 0) {
-			free(b);
+	if (!tl_bounce) {
+		struct bounce *set = calloc(BOUNCE_SLOTS, sizeof(*set));
+
+		if (!set || tls_attach(&bounce_key, set) < 0) {
+			free(set);
 			return NULL;
 		}
-		tl_bounce = b;
+		tl_bounce = set;
 	}
+	b = &tl_bounce[slot];
 	if (align < sizeof(void *)) {
 		align = sizeof(void *);
 	}
@@ -55,9 +59,9 @@ bounce_get(size_t len, size_t align)
 }
 
 void
-bounce_put(void)
+bounce_put(enum bounce_slot slot)
 {
-	struct bounce *b = tl_bounce;
+	struct bounce *b = tl_bounce ? &tl_bounce[slot] : NULL;
 
 	if (b && b->len > BOUNCE_KEEP) {
 		free(b->buf);

@@ -1,15 +1,25 @@
 /*
- * bounce.h: a per-thread aligned buffer for O_DIRECT members, whose buffer
- * alignment nbdkit's own buffers do not meet.  One buffer per thread, grown
- * as needed; bounce_put() gives back memory after an unusually large
- * request so that 16 idle worker threads do not each keep 64 MiB.
+ * bounce.h: per-thread aligned buffers.  BOUNCE_IO carries a client's data
+ * to and from O_DIRECT members, whose buffer alignment nbdkit's own buffers
+ * do not meet; BOUNCE_PARITY is RAID 5's scratch for old data and parity
+ * (md's per-CPU "scribble").  Both can be in use at once by one request.
+ * Each is grown as needed (parity scratch is at most members + 3 column
+ * slices of 1 MiB); bounce_put() gives back BOUNCE_IO memory after an
+ * unusually large request so that 16 idle worker threads do not each keep
+ * 64 MiB.
  */
 #ifndef RAID_BOUNCE_H
 #define RAID_BOUNCE_H
 
 #include <stddef.h>
 
-void *bounce_get(size_t len, size_t align);
-void bounce_put(void);
+enum bounce_slot {
+	BOUNCE_IO,
+	BOUNCE_PARITY,
+	BOUNCE_SLOTS,
+};
+
+void *bounce_get(enum bounce_slot slot, size_t len, size_t align);
+void bounce_put(enum bounce_slot slot);
 
 #endif

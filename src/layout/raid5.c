@@ -29,9 +29,9 @@
 #include <string.h>
 
 #include "array.h"
+#include "io/bounce.h"
 #include "layout.h"
 #include "parity.h"
-#include "tls.h"
 #include "util.h"
 
 enum raid5_algorithm { /* md's numbers (ALGORITHM_* in raid5.h) */
@@ -162,50 +162,6 @@ struct slice {
 	uint32_t ws[RAID_MAX_MEMBERS], we[RAID_MAX_MEMBERS]; /* w_j, [ws, we) */
 	const uint8_t *src[RAID_MAX_MEMBERS]; /* new bytes at ws[j] */
 };
-
-struct scratch {
-	uint8_t *buf;
-	size_t len;
-};
-
-static void
-scratch_free(void *p)
-{
-	struct scratch *s = p;
-
-	free(s->buf);
-	free(s);
-}
-
-static struct tls_key scratch_key = TLS_KEY_INIT(scratch_free);
-static _Thread_local struct scratch *tl_scratch;
-
-/* This thread's page-aligned scratch of at least len bytes. */
-static uint8_t *
-scratch_get(size_t len)
-{
-	struct scratch *s = tl_scratch;
-
-	if (!s) {
-		s = calloc(1, sizeof(*s));
-		if (!s || tls_attach(&scratch_key, s) < 0) {
-			free(s);
-			return NULL;
-		}
-		tl_scratch = s;
-	}
-	if (s->len < len) {
-		free(s->buf);
-		s->buf = NULL;
-		s->len = 0;
-		if (posix_memalign((void **)&s->buf, 4096, len) != 0) {
-			s->buf = NULL;
-			return NULL;
-		}
-		s->len = len;
-	}
-	return s->buf;
-}
 
 static int
 raid5_read(struct raid_array *a, struct raid_batch *b,
@@ -341,7 +297,7 @@ raid5_write_slice(struct raid_array *a, struct raid_batch *b,
 	unsigned fua = (flags & RAID_FUA) ? IO_FUA : 0;
 	bool rmw = slice_use_rmw(a, sl);
 	uint8_t *bufs[RAID_MAX_MEMBERS], *pbuf, *tmp;
-	uint8_t *s = scratch_get((size_t)(nd + 3) * len);
+	uint8_t *s = bounce_get(BOUNCE_PARITY, (size_t)(nd + 3) * len, 4096);
 	int r;
 
 	if (!s) {
