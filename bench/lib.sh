@@ -389,11 +389,12 @@ finish() {
 # Appends one line to $OUT/profile/profile.tsv.
 PROFILE_EVENTS="syscalls:sys_enter_preadv2,syscalls:sys_enter_pwritev2,syscalls:sys_enter_pread64,syscalls:sys_enter_pwrite64,syscalls:sys_enter_io_uring_enter,syscalls:sys_enter_futex,context-switches"
 profile_one() {
-	local pat=$1 tgt=$2 pid base p0 p1 t0 t1 r0 w0 r1 w1 rc cls
+	local pat=$1 tgt=$2 pid base p0 p1 t0 t1 r0 w0 r1 w1 h0 i0 h1 i1 rc cls srv host
 	pid=${PIDS[$tgt]} base=$OUT/profile/$1-$2
 	mkdir -p "$OUT/profile"
 	read -r r0 w0 < <(awk '/^rchar/ { r = $2 } /^wchar/ { w = $2 } END { print r, w }' "/proc/$pid/io")
 	p0=$(proc_ticks "$pid")
+	read -r h0 i0 _ < <(host_stat)
 	t0=$(date +%s%N)
 	uri=${URIS[$tgt]} RUNTIME=$RT RAMP=0 timeout $((RT + 120)) \
 		perf stat -x, -o "$base.syscalls.csv" -e "$PROFILE_EVENTS" -p "$pid" -- \
@@ -401,6 +402,7 @@ profile_one() {
 		fio --section="$pat" --output-format=json --output="$base.json" "$JOBFILE" >>"$ERRLOG" 2>&1
 	rc=$?
 	t1=$(date +%s%N)
+	read -r h1 i1 _ < <(host_stat)
 	p1=$(proc_ticks "$pid")
 	read -r r1 w1 < <(awk '/^rchar/ { r = $2 } /^wchar/ { w = $2 } END { print r, w }' "/proc/$pid/io")
 	if [ "$rc" -ne 0 ]; then
@@ -411,11 +413,16 @@ profile_one() {
 		awk -f "$HERE/perf-classify.awk" >"$base.classes.tsv"
 	timeout 300 perf report -i "$base.perf.data" --pid "$pid" --stdio --no-children \
 		--percentage relative --sort dso,sym -g caller,0.5,callee --percent-limit 0.5 >"$base.report.txt" 2>/dev/null
-	# One line: pattern, target, result, server CPU, member calls per request,
-	# member bytes per NBD byte, then the class shares.
+	# One line: pattern, target, result, server CPU, member reads and writes
+	# and io_uring_enter calls per request, member bytes read and written per
+	# NBD byte, the class shares, context switches and futex calls per
+	# request, other CPU.
+	srv=$(awk -v d=$((p1 - p0)) -v hz="$HZ" -v ns=$((t1 - t0)) 'BEGIN { printf "%.0f", d / hz / (ns / 1e9) * 100 }')
+	host=$(awk -v b=$(((h1 - h0) - (i1 - i0))) -v t=$((h1 - h0)) -v n="$NCPU" \
+		'BEGIN { if (t > 0) printf "%.0f", b / t * n * 100; else print 0 }')
 	cls=$(awk -F'\t' '$1 == "C" { printf "%s=%s;", $4, $3 } $1 == "N" { printf "samples=%s;", $2 }' "$base.classes.tsv")
 	jq -r --arg pat "$pat" --arg tgt "$tgt" --arg cls "$cls" \
-		--argjson srv "$(awk -v d=$((p1 - p0)) -v hz="$HZ" -v ns=$((t1 - t0)) 'BEGIN { printf "%.0f", d / hz / (ns / 1e9) * 100 }')" \
+		--argjson srv "$srv" --argjson host "$host" \
 		--argjson dr $((r1 - r0)) --argjson dw $((w1 - w0)) \
 		--slurpfile sc <(grep -v '^#' "$base.syscalls.csv" | awk -F, 'NF > 2 { printf "{\"%s\": %s}\n", $3, ($1 ~ /^[0-9]+$/) ? $1 : 0 }' | jq -s add) \
 		'.jobs[0] as $j | ($j.read.total_ios + $j.write.total_ios) as $n |
@@ -435,7 +442,9 @@ profile_one() {
 		   ($dw / $b * 100 | round / 100),
 		   $cls,
 		   (($s["context-switches"] // 0) / $n * 100 | round / 100),
-		   (($s["syscalls:sys_enter_futex"] // 0) / $n * 100 | round / 100) ] | @tsv' "$base.json" >>"$OUT/profile/profile.tsv"
+		   (($s["syscalls:sys_enter_futex"] // 0) / $n * 100 | round / 100),
+		   # everything but the server and fio (perf itself included)
+		   ([$host - $srv - ($j.usr_cpu + $j.sys_cpu), 0] | max | round) ] | @tsv' "$base.json" >>"$OUT/profile/profile.tsv"
 	log "profiled $pat on $tgt: $(tail -n 1 "$OUT/profile/profile.tsv" | cut -f3-9 | tr '\t' ' ')"
 }
 
@@ -445,22 +454,26 @@ profile_table() {
 	function share(k,   v) { v = cls[k]; return v == "" ? "0" : v }
 	{
 		delete cls
+		isal = loop = 0
 		n = split($10, kv, ";")
-		for (i = 1; i <= n; i++) if (kv[i] != "") { split(kv[i], p, "="); cls[p[1]] = p[2] }
-		par = share("parity: ISA-L (xor_gen*)") + share("parity: plugin byte loop")
-		row[NR] = sprintf("| %s | %s | %s | %s %% | **%.1f %%** | %s %% | %s %% | %s %% | %s %% | %s %% | %.1f %% | %s / %s | %s | %s / %s | %s / %s | %s |",
-			$1, $2, $3, $4, par,
+		for (i = 1; i <= n; i++) if (kv[i] != "") {
+			split(kv[i], p, "="); cls[p[1]] = p[2]
+			if (p[1] ~ /^parity: ISA-L/) isal += p[2]
+			if (p[1] ~ /^parity: plugin/) loop += p[2]
+		}
+		row[NR] = sprintf("| %s | %s | %s | %s %% | **%.1f %%** (%.1f / %.1f) | %s %% | %s %% | %s %% | %s %% | %s %% | %.1f %% | %s / %s | %s | %s / %s | %s / %s | %s %% | %s |",
+			$1, $2, $3, $4, isal + loop, isal, loop,
 			share("memcpy/memmove (libc, user space)"),
 			share("page faults (first touch of fresh buffers)"),
 			share("kernel: member I/O (tmpfs copies)"),
 			share("kernel: NBD socket"),
 			share("kernel: other (scheduler, futex, syscall entry)"),
 			share("plugin: other code") + share("nbdkit core") + share("libc: other (locks, syscall stubs)") + share("other"),
-			$5, $6, $7, $8, $9, $11, $12, share("samples"))
+			$5, $6, $7, $8, $9, $11, $12, $13 == "" ? "NA" : $13, share("samples"))
 	}
 	END {
-		print "| pattern | side | result (under perf) | server CPU, % of a core | parity | memcpy (user) | page faults | kernel: member I/O | kernel: NBD socket | kernel: other | plugin + nbdkit + libc other | member reads / writes per request | io_uring_enter per request | member bytes read / written per NBD byte | server context switches / futex calls per request | samples |"
-		print "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+		print "| pattern | side | result (under perf) | server CPU, % of a core | parity (ISA-L / plugin loop) | memcpy (user) | page faults | kernel: member I/O | kernel: NBD socket | kernel: other | plugin + nbdkit + libc other | member reads / writes per request | io_uring_enter per request | member bytes read / written per NBD byte | server context switches / futex calls per request | other CPU (noise), % of a core | samples |"
+		print "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 		for (i = 1; i <= NR; i++) print row[i]
 	}' "$OUT/profile/profile.tsv"
 }

@@ -8,7 +8,8 @@
 #   N <total samples>
 # Each sample counts once, in the first class that matches, in this order:
 #   parity: ISA-L            leaf in libisal (xor_gen, xor_gen_avx512, ...)
-#   parity: plugin byte loop leaf xor_loop / parity_xor (unaligned tails)
+#   parity: plugin loop      leaf xor_loop / parity_xor: the plugin's own XOR,
+#                            for buffers ISA-L cannot take (not 32-byte aligned)
 #   page faults              any frame exc_page_fault: first touch of fresh
 #                            (just mmapped) buffers, whatever touched them
 #   memcpy/memmove (libc)    leaf memcpy/memmove in libc: user-space copies
@@ -25,7 +26,7 @@ function classify(   i, all, leafdso, leafsym, c) {
 	all = ""
 	for (i = 1; i <= nf; i++) all = all " " sym[i]
 	if (leafdso ~ /libisal/) c = "parity: ISA-L (xor_gen*)"
-	else if (leafdso ~ /raid-plugin/ && leafsym ~ /^(xor_loop|parity_xor)/) c = "parity: plugin byte loop"
+	else if (leafdso ~ /raid-plugin/ && leafsym ~ /^(xor_loop|parity_xor)/) c = "parity: plugin loop (unaligned buffers)"
 	else if (all ~ / (asm_)?exc_page_fault/) c = "page faults (first touch of fresh buffers)"
 	else if (leafdso ~ /libc/ && leafsym ~ /mem(cpy|move)/) c = "memcpy/memmove (libc, user space)"
 	else if (leafdso ~ /kernel/ && all ~ / (shmem_|do_preadv|do_pwritev|filemap_|vfs_writev|vfs_readv|vfs_iter_|io_uring|io_wq)/) c = "kernel: member I/O (tmpfs copies)"

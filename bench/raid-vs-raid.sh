@@ -91,14 +91,15 @@ done
 for v in REPS RT RAMP NOISE RETRIES; do
 	case ${!v} in '' | *[!0-9]*) die "$v '${!v}': not a number" ;; esac
 done
-[ "$REPS" -ge 1 ] && [ "$RT" -ge 1 ] || die "reps and runtime must be at least 1"
+if [ "$REPS" -lt 1 ] || [ "$RT" -lt 1 ]; then die "reps and runtime must be at least 1"; fi
 for p in $PATTERNS $PROFILE; do
 	case " $ALL_PATTERNS " in *" $p "*) ;; *) die "unknown pattern '$p' (known: $ALL_PATTERNS)" ;; esac
 done
 MEMBER_B=$(to_bytes "$MEMBER_SIZE") || die "member size '$MEMBER_SIZE': not a size"
 CHUNK_B=$(to_bytes "$CHUNK") || die "chunk '$CHUNK': not a size"
-[ "$CHUNK_B" -gt 0 ] && [ $((MEMBER_B % CHUNK_B)) -eq 0 ] ||
+if [ "$CHUNK_B" -eq 0 ] || [ $((MEMBER_B % CHUNK_B)) -ne 0 ]; then
 	die "member size $MEMBER_SIZE is not a multiple of chunk $CHUNK"
+fi
 
 # parse_spec LxN -> LEVEL, NMEM; CAP: the array size md gives it (docs/
 # nbdkit-raid-plugin.md), or empty for RAID 10 (the layout decides; nbdinfo's
