@@ -1031,6 +1031,50 @@ class Workload:
                 fail("final flush: %s" % e)
 
 
+def member_sizes(rng, n, chunk, lo, hi):
+    """n member sizes of lo..hi bytes, not whole chunks (odd chunk counts
+    matter: md's far stride rounds); one member is larger than the rest."""
+    base = rng.randint(lo // chunk, hi // chunk) * chunk + \
+        rng.randrange(1, chunk)
+    sizes = [base] * n
+    if n > 1:
+        sizes[rng.randrange(n)] += rng.randint(1, 3) * chunk + \
+            rng.randrange(1, chunk)
+    return sizes
+
+
+def selected(label):
+    """$NBDRAID_ONLY (a regex) selects geometries by label."""
+    only = os.environ.get("NBDRAID_ONLY")
+    return not only or re.search(only, label)
+
+
+def stop_clean(srv, label):
+    """Stop nbdkit with SIGTERM; it must exit 0."""
+    rc = srv.stop()
+    check(rc == 0, "%s: nbdkit exited %d on SIGTERM\n%s" % (
+        label, rc, srv.stderr()))
+
+
+def random_pass(srv, model, geo, rng, label, steps):
+    """The disjoint random workload: size and flags, concurrent and serial
+    phases (sometimes whole-array ops), then a byte-exact read-back.
+    Returns the Workload (its counts)."""
+    h = srv.connect()
+    check(h.get_size() == geo.size, "%s: get_size() %d, md says %d" % (
+        label, h.get_size(), geo.size))
+    check_flags(h)
+    w = Workload(srv, model, geo, rng)
+    w.concurrent_phase(steps[0])
+    w.serial_phase(steps[1])
+    if rng.random() < 0.3:
+        w.whole_array_ops()
+    w.concurrent_phase(steps[0] // 2)
+    w.close()
+    verify_readback(srv, model, geo, label)
+    return w
+
+
 def verify_readback(srv, model, geo, label=""):
     """Read the whole array from a fresh connection and compare."""
     h = srv.connect()

@@ -39,7 +39,6 @@ $NBDRAID_COPIES=strict makes diverged copies after the fight a failure.
 
 import os
 import random
-import re
 import sys
 import time
 
@@ -64,13 +63,7 @@ def geometries(rng):
 
 
 def member_sizes(rng, n, chunk):
-    """n sizes of about 1 MiB, not whole chunks; one member is larger."""
-    base = rng.randint(MiB // (2 * chunk), 5 * MiB // (4 * chunk)) * chunk + \
-        rng.randrange(1, chunk)
-    sizes = [base] * n
-    sizes[rng.randrange(n)] += rng.randint(1, 3) * chunk + \
-        rng.randrange(1, chunk)
-    return sizes
+    return t.member_sizes(rng, n, chunk, MiB // 2, 5 * MiB // 4)
 
 
 def row_chunks(geo):
@@ -139,8 +132,7 @@ def run_geometry(rng, folder, level, layout, n, stats, extra=(), chunk=None,
     chunk = chunk or rng.choice([4, 8, 16, 32, 64]) * KiB
     geo = t.Geometry(level, member_sizes(rng, n, chunk), chunk, layout)
     label = geo.name() + (" " + " ".join(extra) if extra else "")
-    only = os.environ.get("NBDRAID_ONLY")
-    if only and not re.search(only, label):
+    if not t.selected(label):
         return
     strict = os.environ.get("NBDRAID_COPIES") == "strict"
     start = time.monotonic()
@@ -162,9 +154,7 @@ def run_geometry(rng, folder, level, layout, n, stats, extra=(), chunk=None,
         c = t.Contention(srv, model, geo, rng, lo, hi)
         c.run(fight)
         c.adopt("%s %s" % (label, where))
-        rc = srv.stop()
-        t.check(rc == 0, "%s: nbdkit exited %d on SIGTERM\n%s" % (
-            label, rc, srv.stderr()))
+        t.stop_clean(srv, label)
 
     # (c) the copies in the member files
     div = c.check_copies(paths, "%s %s" % (label, where))
@@ -191,9 +181,7 @@ def run_geometry(rng, folder, level, layout, n, stats, extra=(), chunk=None,
         w.concurrent_phase(5)
         w.close()
         t.verify_readback(srv, model, geo, label + " after contention")
-        rc = srv.stop()
-        t.check(rc == 0, "%s: nbdkit exited %d on SIGTERM\n%s" % (
-            label, rc, srv.stderr()))
+        t.stop_clean(srv, label)
     t.verify_members(geo, model, paths, label + " at the end")
     for p in paths:
         os.unlink(p)

@@ -19,7 +19,6 @@ $NBDRAID_SEED replays a run; $NBDRAID_ONLY (a regex) selects geometries.
 
 import os
 import random
-import re
 import sys
 import time
 
@@ -39,15 +38,7 @@ GEOMETRIES = [(0, None, n) for n in (1, 2, 3, 4, 5)] + \
 
 
 def member_sizes(rng, n, chunk):
-    """n sizes of a few MiB, not whole chunks, of any chunk count (odd ones
-    matter: md's far stride rounds); one member is larger."""
-    base = rng.randint(3 * MiB // (2 * chunk), 3 * MiB // chunk) * chunk + \
-        rng.randrange(1, chunk)
-    sizes = [base] * n
-    if n > 1:
-        sizes[rng.randrange(n)] += rng.randint(1, 3) * chunk + \
-            rng.randrange(1, chunk)
-    return sizes
+    return t.member_sizes(rng, n, chunk, 3 * MiB // 2, 3 * MiB)
 
 
 def run_geometry(rng, folder, level, layout, n, extra=(), chunk=None,
@@ -55,29 +46,15 @@ def run_geometry(rng, folder, level, layout, n, extra=(), chunk=None,
     chunk = chunk or rng.choice([4, 8, 16, 32, 64]) * KiB
     geo = t.Geometry(level, member_sizes(rng, n, chunk), chunk, layout)
     label = geo.name() + (" " + " ".join(extra) if extra else "")
-    only = os.environ.get("NBDRAID_ONLY")
-    if only and not re.search(only, label):
+    if not t.selected(label):
         return
     start = time.monotonic()
     paths = t.make_members(folder, geo.sizes)
     params = geo.params() + ["member=%s" % p for p in paths] + list(extra)
     model = t.Model(geo.size)
     with t.Server(params) as srv:
-        h = srv.connect()
-        t.check(h.get_size() == geo.size, "%s: get_size() %d, md says %d" % (
-            label, h.get_size(), geo.size))
-        t.check_flags(h)
-        w = t.Workload(srv, model, geo, rng)
-        w.concurrent_phase(steps[0])
-        w.serial_phase(steps[1])
-        if rng.random() < 0.3:
-            w.whole_array_ops()
-        w.concurrent_phase(steps[0] // 2)
-        w.close()
-        t.verify_readback(srv, model, geo, label)
-        rc = srv.stop()
-        t.check(rc == 0, "%s: nbdkit exited %d on SIGTERM\n%s" % (
-            label, rc, srv.stderr()))
+        w = t.random_pass(srv, model, geo, rng, label, steps)
+        t.stop_clean(srv, label)
     t.verify_members(geo, model, paths, label)
     for p in paths:
         os.unlink(p)

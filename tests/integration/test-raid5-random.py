@@ -56,13 +56,7 @@ GEOMETRIES = [(lay, n) for lay in LAYOUTS for n in (3, 4, 6)] + \
     [("left-symmetric", 5)]
 
 def member_sizes(rng, n, chunk):
-    """n sizes of a few MiB, not whole chunks; one member is larger."""
-    base = rng.randint(2 * MiB // chunk, 3 * MiB // chunk) * chunk + \
-        rng.randrange(1, chunk)
-    sizes = [base] * n
-    sizes[rng.randrange(n)] += rng.randint(1, 3) * chunk + \
-        rng.randrange(1, chunk)
-    return sizes
+    return t.member_sizes(rng, n, chunk, 2 * MiB, 3 * MiB)
 
 
 def spelling(rng, layout):
@@ -249,8 +243,7 @@ def run_geometry(rng, folder, layout, n, cli, extra=(), chunk=None,
     label = geo.name() + (" layout=%s" % geo.layout if geo.layout else
                           " (default layout)") + \
         (" " + " ".join(extra) if extra else "")
-    only = os.environ.get("NBDRAID_ONLY")
-    if only and not re.search(only, label):
+    if not t.selected(label):
         return
     start = time.monotonic()
     paths = t.make_members(folder, geo.sizes)
@@ -259,21 +252,8 @@ def run_geometry(rng, folder, layout, n, cli, extra=(), chunk=None,
 
     # (a) disjoint random workload, read back, members and parity
     with t.Server(params) as srv:
-        h = srv.connect()
-        t.check(h.get_size() == geo.size, "%s: get_size() %d, md says %d" % (
-            label, h.get_size(), geo.size))
-        t.check_flags(h)
-        w = t.Workload(srv, model, geo, rng)
-        w.concurrent_phase(steps[0])
-        w.serial_phase(steps[1])
-        if rng.random() < 0.3:
-            w.whole_array_ops()
-        w.concurrent_phase(steps[0] // 2)
-        w.close()
-        t.verify_readback(srv, model, geo, label)
-        rc = srv.stop()
-        t.check(rc == 0, "%s: nbdkit exited %d on SIGTERM\n%s" % (
-            label, rc, srv.stderr()))
+        w = t.random_pass(srv, model, geo, rng, label, steps)
+        t.stop_clean(srv, label)
     t.verify_members(geo, model, paths, label + " after (a)")
     if cli.available(geo, paths):
         cli.expect(geo, paths, 0, label + " after (a)")
@@ -288,9 +268,7 @@ def run_geometry(rng, folder, layout, n, cli, extra=(), chunk=None,
         w2.concurrent_phase(steps[0] // 3)
         w2.close()
         t.verify_readback(srv, model, geo, label + " after (b)")
-        rc = srv.stop()
-        t.check(rc == 0, "%s: nbdkit exited %d on SIGTERM\n%s" % (
-            label, rc, srv.stderr()))
+        t.stop_clean(srv, label)
     # (c) the members again
     t.verify_members(geo, model, paths, label + " after (b)")
     if cli.available(geo, paths):
