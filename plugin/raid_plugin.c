@@ -243,7 +243,7 @@ nbdraid_extents(void *handle, uint32_t count, uint64_t offset, uint32_t flags,
 
 static struct nbdkit_plugin plugin = {
 	.name               = "raid",
-	.longname           = "nbdraid: software RAID 0/1/10 over files and block devices",
+	.longname           = "nbdraid: software RAID 0/1/5/10 over files and block devices",
 	.version            = "0.1",
 	.load               = nbdraid_load,
 	.unload             = nbdraid_unload,

@@ -9,6 +9,7 @@
  *   RAID0   chunk k on member k mod n, member chunk k div n
  *   RAID1   every member holds chunk k at member chunk k
  *   RAID10  md's near / far / offset copies (raid10.c has the tables)
+ *   RAID5   data chunk k of stripe k div (n-1), parity rotating (raid5.c)
  *
  * map() and setup() are pure (no I/O, no locks) and exhaustively unit-tested
  * against an independent model (tests/unit/test_layout.c).  read/write/trim/
@@ -68,7 +69,7 @@ struct raid_piece {
 
 struct raid_layout {
 	const char *name;         /* "raid0" */
-	int level;                /* 0, 1, 10 */
+	int level;                /* 0, 1, 5, 10 */
 	unsigned min_members;
 	/*
 	 * Pieces span a whole stripe instead of one chunk (parity levels:
@@ -104,10 +105,6 @@ struct raid_layout {
 extern const struct raid_layout raid0_layout;
 extern const struct raid_layout raid1_layout;
 extern const struct raid_layout raid10_layout;
-/*
- * RAID 5: mapping and parity only so far; not in layout_find()'s table
- * until its write path (read-modify-write, stripe locks) exists.
- */
 extern const struct raid_layout raid5_layout;
 /* The member holding the parity of `stripe` (a member chunk row). */
 unsigned raid5_parity_member(const struct raid_geom *g, uint64_t stripe);
