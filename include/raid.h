@@ -42,6 +42,8 @@ struct raid_info {
 	uint32_t max_block;
 	bool read_only;          /* some member could only be opened read-only */
 	char layout[32];         /* "n2", "left-symmetric", ... or "" */
+	uint64_t data_offset;    /* where array data starts on every member */
+	uint64_t member_bytes;   /* whole chunks per member from data_offset */
 };
 
 int raid_open(const struct raid_config *cfg, struct raid_array **out);

@@ -572,9 +572,18 @@ member_chunks(const struct raid_array *a, uint64_t *out)
 		const struct raid_member *m = &a->members[i];
 
 		if (m->size < a->data_offset + a->chunk) {
-			raid_error("member %u (%s): size %llu is smaller than one chunk (%llu)",
-				   i, m->path, (unsigned long long)m->size,
-				   (unsigned long long)a->chunk);
+			if (a->data_offset) {
+				raid_error("member %u (%s): size %llu is smaller than data-offset %llu plus one chunk (%llu)",
+					   i, m->path,
+					   (unsigned long long)m->size,
+					   (unsigned long long)a->data_offset,
+					   (unsigned long long)a->chunk);
+			} else {
+				raid_error("member %u (%s): size %llu is smaller than one chunk (%llu)",
+					   i, m->path,
+					   (unsigned long long)m->size,
+					   (unsigned long long)a->chunk);
+			}
 			return -EINVAL;
 		}
 		min = MIN(min, (m->size - a->data_offset) >> a->g.chunk_shift);
@@ -603,10 +612,14 @@ array_alignment(struct raid_array *a)
 		a->read_only |= a->members[i].read_only;
 		a->has_blk |= a->members[i].is_blk;
 	}
-	if (!is_power_of_2(a->io_align) || a->io_align > a->chunk ||
-	    !IS_ALIGNED(a->data_offset, a->io_align)) {
+	if (!is_power_of_2(a->io_align) || a->io_align > a->chunk) {
 		raid_error("O_DIRECT alignment %u does not divide the chunk (%llu)",
 			   a->io_align, (unsigned long long)a->chunk);
+		return -EINVAL;
+	}
+	if (!IS_ALIGNED(a->data_offset, a->io_align)) {
+		raid_error("data-offset %llu is not a multiple of the members' O_DIRECT alignment %u",
+			   (unsigned long long)a->data_offset, a->io_align);
 		return -EINVAL;
 	}
 	return 0;
@@ -732,5 +745,7 @@ raid_get_info(const struct raid_array *a, struct raid_info *info)
 	info->preferred_block = MAX(info->preferred_block, 512u);
 	info->max_block = 32u << 20;
 	info->read_only = a->read_only;
+	info->data_offset = a->data_offset;
+	info->member_bytes = a->g.member_chunks << a->g.chunk_shift;
 	a->layout->layout_name(&a->g, info->layout, sizeof(info->layout));
 }

@@ -131,6 +131,44 @@ set_metadata(struct raid_config *c, const char *v)
 	return c->metadata ? 0 : -ENOMEM;
 }
 
+/*
+ * Where array data starts on every member (raw mode): md's "Data Offset".
+ * Bytes with nbdkit's suffixes, or 512-byte sectors with an "s" suffix, as
+ * `mdadm --examine` prints it ("Data Offset : 2048 sectors" is 2048s).
+ */
+static int
+set_data_offset(struct raid_config *c, const char *v)
+{
+	size_t len = strlen(v);
+	uint64_t n = 0;
+	int r;
+
+	if (len > 1 && (v[len - 1] == 's' || v[len - 1] == 'S')) {
+		char num[32];
+
+		r = len - 1 < sizeof(num) &&
+		    strspn(v, "0123456789") == len - 1 ? 0 : -EINVAL;
+		if (r == 0) {
+			memcpy(num, v, len - 1);
+			num[len - 1] = '\0';
+			r = raid_parse_size(num, &n);
+		}
+		if (r == 0 && n > (uint64_t)INT64_MAX / 512) {
+			r = -ERANGE;
+		}
+		n *= 512;
+	} else {
+		r = raid_parse_size(v, &n);
+	}
+	if (r < 0 || n % 512) {
+		raid_error("data-offset '%s': must be a size in bytes (a multiple of 512) or in 512-byte sectors (2048s)",
+			   v);
+		return -EINVAL;
+	}
+	c->data_offset = n;
+	return 0;
+}
+
 static const struct option options[] = {
 	{ "level",    set_level,    false },
 	{ "member",   set_member,   true },
@@ -139,6 +177,7 @@ static const struct option options[] = {
 	{ "direct",   set_direct,   false },
 	{ "io",       set_io,       false },
 	{ "metadata", set_metadata, false },
+	{ "data-offset", set_data_offset, false },
 };
 #define NR_OPTIONS (sizeof(options) / sizeof(options[0]))
 
@@ -151,7 +190,10 @@ const char raid_config_help[] =
 	"                        right-symmetric, right-asymmetric.\n"
 	"direct=false|true       Open members with O_DIRECT (default false).\n"
 	"io=auto|uring|psync     Member I/O engine (default auto: see docs/design.md).\n"
-	"metadata=none           Raw geometry, data at offset 0 (the only mode yet).\n"
+	"metadata=none           Raw geometry, no superblock (the only mode yet).\n"
+	"data-offset=SIZE        Raw mode: array data starts SIZE into every member\n"
+	"                        (default 0); 2048s = 2048 sectors, as mdadm --examine\n"
+	"                        prints md's Data Offset (docs/md-compat.md).\n"
 	"config=FILE             Read these keys from FILE (docs/config-file.md).";
 
 void

@@ -93,6 +93,38 @@ test_config_chunk_bounds(void **state)
 	raid_config_free(&c);
 }
 
+/* data-offset takes bytes or md's 512-byte sectors, in whole sectors. */
+static void
+test_config_data_offset(void **state)
+{
+	struct raid_config c;
+
+	(void)state;
+	raid_config_init(&c);
+	assert_int_equal(c.data_offset, 0);
+	assert_int_equal(raid_config_set(&c, "data-offset", "2048s"), 0);
+	assert_int_equal(c.data_offset, 1u << 20);
+	raid_config_free(&c);
+	raid_config_init(&c);
+	assert_int_equal(raid_config_set(&c, "data-offset", "264192"), 0);
+	assert_int_equal(c.data_offset, 516 * 512);
+	assert_int_equal(raid_config_set(&c, "data-offset", "1M"), -EINVAL);
+	assert_string_equal(last_error,
+			    "key 'data-offset' given twice (command line, command line)");
+	raid_config_free(&c);
+	raid_config_init(&c);
+	assert_int_equal(raid_config_set(&c, "data-offset", "1000"), -EINVAL);
+	assert_string_equal(last_error,
+			    "data-offset '1000': must be a size in bytes (a multiple of 512) or in 512-byte sectors (2048s)");
+	assert_int_equal(raid_config_set(&c, "data-offset", "s"), -EINVAL);
+	assert_int_equal(raid_config_set(&c, "data-offset", "-8s"), -EINVAL);
+	assert_int_equal(raid_config_set(&c, "data-offset", "99999999999999999999s"), -EINVAL);
+	assert_int_equal(raid_config_set(&c, "data-offset", "1Ms"), -EINVAL);
+	assert_int_equal(raid_config_set(&c, "data-offset", "4K"), 0);
+	assert_int_equal(c.data_offset, 4096);
+	raid_config_free(&c);
+}
+
 /* Unknown keys, bad levels and values are refused by name. */
 static void
 test_config_refuses_unknown_and_bad_values(void **state)
@@ -255,6 +287,7 @@ main(void)
 		cmocka_unit_test(test_config_parse_size),
 		cmocka_unit_test(test_config_parse_bool),
 		cmocka_unit_test(test_config_chunk_bounds),
+		cmocka_unit_test(test_config_data_offset),
 		cmocka_unit_test(test_config_refuses_unknown_and_bad_values),
 		cmocka_unit_test(test_config_refuses_key_twice),
 		cmocka_unit_test(test_config_check),
