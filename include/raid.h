@@ -43,7 +43,7 @@ struct raid_info {
 	bool read_only;          /* some member could only be opened read-only */
 	char layout[32];         /* "n2", "left-symmetric", ... or "" */
 	uint64_t data_offset;    /* where array data starts on every member */
-	uint64_t member_bytes;   /* whole chunks per member from data_offset */
+	uint64_t member_bytes;   /* each member's data area, from data_offset */
 };
 
 int raid_open(const struct raid_config *cfg, struct raid_array **out);

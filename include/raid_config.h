@@ -37,12 +37,13 @@ enum raid_io_mode {
 };
 
 struct raid_config {
-	int level;          /* 0, 1, 10; -1 until set */
+	int level;          /* 0, 1, 5, 10; -1 until set */
 	char *layout;       /* RAID10: n2, f2, o2, ...; NULL = default */
 	uint64_t chunk;     /* bytes, power of two */
 	bool direct;        /* open members O_DIRECT */
 	enum raid_io_mode io;
 	uint64_t data_offset; /* metadata=none: where array data starts */
+	uint64_t member_size; /* bytes of each member from data_offset; 0 = all */
 	bool read_only;     /* open members O_RDONLY (nbdraid check) */
 	char *metadata;     /* "none" */
 	char **members;     /* absolute paths, role order */

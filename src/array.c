@@ -562,17 +562,29 @@ check_duplicates(const struct raid_member *m, unsigned nr)
 	return 0;
 }
 
-/* The smallest member, in whole chunks; every member must hold one. */
+/*
+ * The member data area: from data_offset, member-size= bytes or what the
+ * smallest member holds, rounded down to whole chunks (or to the layout's
+ * size_unit for mirrors, and the members' O_DIRECT alignment).  Every
+ * member must hold one chunk; member_chunks counts a partial last chunk.
+ */
 static int
-member_chunks(const struct raid_array *a, uint64_t *out)
+member_area(struct raid_array *a, uint64_t member_size)
 {
-	uint64_t min = UINT64_MAX;
+	uint64_t avail = UINT64_MAX, unit;
 
 	for (unsigned i = 0; i < a->nr_members; i++) {
 		const struct raid_member *m = &a->members[i];
+		uint64_t need = a->data_offset + MAX(member_size, a->chunk);
 
-		if (m->size < a->data_offset + a->chunk) {
-			if (a->data_offset) {
+		if (m->size < need) {
+			if (member_size) {
+				raid_error("member %u (%s): size %llu is smaller than data-offset %llu plus member-size %llu",
+					   i, m->path,
+					   (unsigned long long)m->size,
+					   (unsigned long long)a->data_offset,
+					   (unsigned long long)member_size);
+			} else if (a->data_offset) {
 				raid_error("member %u (%s): size %llu is smaller than data-offset %llu plus one chunk (%llu)",
 					   i, m->path,
 					   (unsigned long long)m->size,
@@ -586,10 +598,27 @@ member_chunks(const struct raid_array *a, uint64_t *out)
 			}
 			return -EINVAL;
 		}
-		min = MIN(min, (m->size - a->data_offset) >> a->g.chunk_shift);
+		avail = MIN(avail, m->size - a->data_offset);
 	}
+	if (member_size) {
+		avail = member_size;
+	}
+	if (!a->layout->size_unit) {
+		unit = a->chunk;
+	} else {
+		unit = member_size ? 512 : MIN(a->layout->size_unit, a->chunk);
+		unit = MAX(unit, a->io_align);
+	}
+	a->member_bytes = avail / unit * unit;
+	if (a->member_bytes < a->chunk) {
+		raid_error("member-size %llu is smaller than one chunk (%llu)",
+			   (unsigned long long)avail,
+			   (unsigned long long)a->chunk);
+		return -EINVAL;
+	}
+	a->g.member_chunks = DIV_ROUND_UP(a->member_bytes, a->chunk);
 	for (unsigned i = 0; i < a->nr_members; i++) {
-		uint64_t used = a->data_offset + (min << a->g.chunk_shift);
+		uint64_t used = a->data_offset + a->member_bytes;
 
 		if (a->members[i].size > used) {
 			raid_debug("member %u (%s): %llu bytes past %llu unused",
@@ -598,7 +627,6 @@ member_chunks(const struct raid_array *a, uint64_t *out)
 				   (unsigned long long)used);
 		}
 	}
-	*out = min;
 	return 0;
 }
 
@@ -651,10 +679,10 @@ array_create(const struct raid_config *cfg, struct raid_member *members,
 		r = check_duplicates(members, nr);
 	}
 	if (r == 0) {
-		r = member_chunks(a, &a->g.member_chunks);
+		r = array_alignment(a);
 	}
 	if (r == 0) {
-		r = array_alignment(a);
+		r = member_area(a, cfg->member_size);
 	}
 	if (r == 0 && (r = a->layout->setup(&a->g, cfg->layout, err,
 					    sizeof(err))) < 0) {
@@ -666,7 +694,8 @@ array_create(const struct raid_config *cfg, struct raid_member *members,
 		free(a);
 		return r;
 	}
-	a->size = a->g.array_chunks << a->g.chunk_shift;
+	a->size = a->layout->size_unit ? a->member_bytes
+				       : a->g.array_chunks << a->g.chunk_shift;
 	a->piece_bytes = a->layout->stripe_pieces
 				 ? a->g.stripe_chunks << a->g.chunk_shift
 				 : a->chunk;
@@ -746,6 +775,6 @@ raid_get_info(const struct raid_array *a, struct raid_info *info)
 	info->max_block = 32u << 20;
 	info->read_only = a->read_only;
 	info->data_offset = a->data_offset;
-	info->member_bytes = a->g.member_chunks << a->g.chunk_shift;
+	info->member_bytes = a->member_bytes;
 	a->layout->layout_name(&a->g, info->layout, sizeof(info->layout));
 }

@@ -30,6 +30,7 @@ struct raid_array {
 	uint64_t size;          /* bytes */
 	uint64_t chunk;         /* bytes */
 	uint64_t data_offset;   /* bytes, on every member */
+	uint64_t member_bytes;  /* each member's data area, from data_offset */
 	unsigned mem_align;     /* max over members */
 	unsigned io_align;      /* max over members */
 	bool balance;           /* copies > 1: count in-flight I/O per member */

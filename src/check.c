@@ -51,6 +51,10 @@ static int
 unit_ok(struct raid_array *a, uint64_t u, uint8_t **bufs, uint8_t *x)
 {
 	struct raid_loc locs[RAID_MAX_COPIES];
+	/* A mirror's last chunk may be partial (size_unit). */
+	uint64_t end = a->layout->stripe_pieces
+			       ? a->chunk
+			       : MIN(a->chunk, a->size - (u << a->g.chunk_shift));
 	unsigned n;
 	int r;
 
@@ -62,8 +66,8 @@ unit_ok(struct raid_array *a, uint64_t u, uint8_t **bufs, uint8_t *x)
 	} else {
 		n = a->layout->map(&a->g, u, locs);
 	}
-	for (uint32_t in = 0; in < a->chunk; in += CHECK_SLICE) {
-		uint32_t len = MIN(CHECK_SLICE, a->chunk - in);
+	for (uint32_t in = 0; in < end; in += CHECK_SLICE) {
+		uint32_t len = MIN(CHECK_SLICE, end - in);
 
 		r = read_places(a, locs, n, in, len, bufs);
 		if (r < 0) {

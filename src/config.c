@@ -132,12 +132,12 @@ set_metadata(struct raid_config *c, const char *v)
 }
 
 /*
- * Where array data starts on every member (raw mode): md's "Data Offset".
- * Bytes with nbdkit's suffixes, or 512-byte sectors with an "s" suffix, as
- * `mdadm --examine` prints it ("Data Offset : 2048 sectors" is 2048s).
+ * A size in bytes with nbdkit's suffixes, or in 512-byte sectors with an
+ * "s" suffix, as `mdadm --examine` prints md's offsets and sizes ("Data
+ * Offset : 2048 sectors" is 2048s); a whole number of sectors either way.
  */
 static int
-set_data_offset(struct raid_config *c, const char *v)
+parse_sectors(const char *key, const char *v, uint64_t *out)
 {
 	size_t len = strlen(v);
 	uint64_t n = 0;
@@ -161,12 +161,36 @@ set_data_offset(struct raid_config *c, const char *v)
 		r = raid_parse_size(v, &n);
 	}
 	if (r < 0 || n % 512) {
-		raid_error("data-offset '%s': must be a size in bytes (a multiple of 512) or in 512-byte sectors (2048s)",
-			   v);
+		raid_error("%s '%s': must be a size in bytes (a multiple of 512) or in 512-byte sectors (2048s)",
+			   key, v);
 		return -EINVAL;
 	}
-	c->data_offset = n;
+	*out = n;
 	return 0;
+}
+
+/* Where array data starts on every member (raw mode): md's Data Offset. */
+static int
+set_data_offset(struct raid_config *c, const char *v)
+{
+	return parse_sectors("data-offset", v, &c->data_offset);
+}
+
+/* How much of each member holds array data: md's Used Dev Size. */
+static int
+set_member_size(struct raid_config *c, const char *v)
+{
+	uint64_t n;
+	int r = parse_sectors("member-size", v, &n);
+
+	if (r == 0 && n == 0) {
+		raid_error("member-size '%s': must not be zero", v);
+		r = -EINVAL;
+	}
+	if (r == 0) {
+		c->member_size = n;
+	}
+	return r;
 }
 
 static const struct option options[] = {
@@ -178,6 +202,7 @@ static const struct option options[] = {
 	{ "io",       set_io,       false },
 	{ "metadata", set_metadata, false },
 	{ "data-offset", set_data_offset, false },
+	{ "member-size", set_member_size, false },
 };
 #define NR_OPTIONS (sizeof(options) / sizeof(options[0]))
 
@@ -194,6 +219,8 @@ const char raid_config_help[] =
 	"data-offset=SIZE        Raw mode: array data starts SIZE into every member\n"
 	"                        (default 0); 2048s = 2048 sectors, as mdadm --examine\n"
 	"                        prints md's Data Offset (docs/md-compat.md).\n"
+	"member-size=SIZE        Raw mode: use SIZE of every member from data-offset\n"
+	"                        (default: all of the smallest); md's Used Dev Size.\n"
 	"config=FILE             Read these keys from FILE (docs/config-file.md).";
 
 void

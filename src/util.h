@@ -12,6 +12,7 @@
 #define IS_ALIGNED(x, align) ((((uint64_t)(x)) & ((align) - 1)) == 0)
 #define ROUND_DOWN(x, align) (((uint64_t)(x)) & ~((uint64_t)(align) - 1))
 #define ROUND_UP(x, align) ROUND_DOWN((uint64_t)(x) + (align) - 1, align)
+#define DIV_ROUND_UP(x, d) ((((uint64_t)(x)) + (d) - 1) / (d))
 
 static inline bool
 is_power_of_2(uint64_t x)

@@ -76,6 +76,13 @@ struct raid_layout {
 	 * the write op sees everything it changes in the stripe at once).
 	 */
 	bool stripe_pieces;
+	/*
+	 * 0: members are used in whole chunks (md's RAID 0/5/10).  Else the
+	 * array is one member's data area (mirrors), whose size is rounded
+	 * down to size_unit (RAID 1: 64 KiB, as mdadm rounds it) or to the
+	 * chunk if smaller, or taken exactly from member-size=.
+	 */
+	uint32_t size_unit;
 
 	/*
 	 * Validate and fill g from nr_members, chunk_shift, member_chunks and

@@ -6,7 +6,9 @@
  * boundaries and each piece goes to the copy with the least outstanding I/O,
  * staying on the previous piece's member while the read is sequential
  * (layout.c), as md keeps a sequential reader on one disk.  Writes go to
- * every member.
+ * every member.  The array is as large as the smallest member's data area
+ * rounded down to 64 KiB (what mdadm --create records as Used Dev Size),
+ * not to a chunk: the last chunk may be partial.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -45,6 +47,7 @@ const struct raid_layout raid1_layout = {
 	.name        = "raid1",
 	.level       = 1,
 	.min_members = 1,
+	.size_unit   = 64u << 10, /* mdadm rounds RAID 1 members to 64K */
 	.setup       = raid1_setup,
 	.map         = raid1_map,
 	.layout_name = layout_no_name,

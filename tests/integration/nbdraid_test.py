@@ -233,10 +233,12 @@ class Geometry:
     """Where md keeps each array chunk, and how big md makes the array.
 
     copies(k) lists (member, member_chunk) for logical chunk k, first copy
-    first.  Sizes follow md: RAID0 n * smallest, RAID1 smallest, RAID10
+    first.  Sizes follow md: RAID0 n * smallest, RAID10
     (smallest_chunks // far_copies) * n // near_copies chunks, RAID5
-    (n - 1) * smallest_chunks; all whole chunks.  Array data starts at
-    offset 0 of every member.
+    (n - 1) * smallest_chunks, all whole chunks; RAID1 the smallest member
+    rounded down to 64 KiB as mdadm does (or to the chunk, if smaller), so
+    its last chunk may be partial.  Array data starts at offset 0 of every
+    member.
 
     RAID5: chunk k is data index d = k % (n-1) of stripe s = k // (n-1);
     stripe s is member chunk s of every member, its parity on member
@@ -253,7 +255,9 @@ class Geometry:
         if level == 0:
             self.chunks = sc * n
         elif level == 1:
-            self.chunks = sc
+            unit = min(64 * KiB, chunk)
+            self.size = min(sizes) // unit * unit
+            self.chunks = -(-self.size // chunk)
         elif level == 10:
             nc, fc, fo = parse_layout(layout or "n2", n)
             assert 2 <= nc * fc <= n, "copies must fit the members"
@@ -268,7 +272,8 @@ class Geometry:
             self.chunks = sc * (n - 1)
         else:
             raise ValueError("level %r" % level)
-        self.size = self.chunks * chunk
+        if level != 1:
+            self.size = self.chunks * chunk
 
     def params(self):
         """The plugin parameters describing this geometry (minus members)."""
@@ -375,7 +380,7 @@ class Geometry:
             members = [m for m, _ in cs]
             assert len(set(members)) == len(members), (self.name(), k, cs)
             for m, mc in cs:
-                assert 0 <= m < self.n and 0 <= mc < self.smallest_chunks, \
+                assert 0 <= m < self.n and 0 <= mc * self.chunk < min(self.sizes), \
                     (self.name(), k, cs)
                 assert (m, mc) not in seen, (self.name(), k, cs)
                 seen.add((m, mc))

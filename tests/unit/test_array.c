@@ -42,11 +42,14 @@ struct fixture {
 	struct raid_array *a;
 };
 
+static uint64_t cfg_member_size; /* member-size= for the next make_array */
+
 static int
 make_array_at(struct fixture *f, int level, const char *layout, unsigned n,
 	      uint64_t member_size, uint64_t data_offset)
 {
 	raid_config_init(&f->cfg);
+	f->cfg.member_size = cfg_member_size;
 	f->cfg.level = level;
 	f->cfg.chunk = CHUNK;
 	f->cfg.layout = layout ? strdup(layout) : NULL;
@@ -207,6 +210,59 @@ test_array_random_ops_every_level(void **state)
 		random_ops(10, "f3", n);
 		random_ops(10, "o3", n);
 	}
+}
+
+/*
+ * member-size= (md's Used Dev Size) caps every member's data area: whole
+ * chunks for striped levels, exactly for mirrors, whose last chunk is then
+ * partial; random I/O still round-trips and never passes the area.
+ */
+static void
+test_array_member_size(void **state)
+{
+	struct fixture f;
+
+	(void)state;
+	cfg_member_size = 5 * CHUNK + 1536;
+	random_ops_at(1, NULL, 2, 1024);
+	random_ops_at(1, NULL, 3, 0);
+	random_ops_at(10, "f2", 4, 512);
+	random_ops_at(5, "left-symmetric", 3, 0);
+	assert_int_equal(make_array(&f, 1, NULL, 2, 9 * CHUNK), 0);
+	assert_int_equal(f.a->size, 5 * CHUNK + 1536);
+	free_array(&f);
+	assert_int_equal(make_array(&f, 0, NULL, 3, 9 * CHUNK), 0);
+	assert_int_equal(f.a->size, 3 * 5 * CHUNK); /* whole chunks, as md */
+	free_array(&f);
+	assert_int_equal(make_array_at(&f, 0, NULL, 2, 5 * CHUNK + 1535 + 512,
+				       512), -EINVAL);
+	assert_string_equal(last_error,
+			    "member 0 (mem0): size 22527 is smaller than data-offset 512 plus member-size 22016");
+	mem_members_free(f.m, f.n);
+	raid_config_free(&f.cfg);
+	cfg_member_size = 0;
+}
+
+/* RAID 1 rounds its members down to 64 KiB as mdadm does, not to a chunk. */
+static void
+test_array_raid1_rounds_to_64k(void **state)
+{
+	uint64_t sizes[2] = { (1u << 20) + (100u << 10), 2u << 20 };
+	struct raid_config cfg;
+	struct raid_member *m = mem_members_create_sizes(2, sizes);
+	struct raid_array *a;
+	struct raid_info info;
+
+	(void)state;
+	raid_config_init(&cfg);
+	cfg.level = 1;
+	cfg.chunk = 512u << 10;
+	assert_int_equal(array_create(&cfg, m, 2, &a), 0);
+	assert_int_equal(a->size, (1u << 20) + (64u << 10));
+	raid_get_info(a, &info);
+	assert_int_equal(info.member_bytes, (1u << 20) + (64u << 10));
+	raid_close(a);
+	mem_members_free(m, 2);
 }
 
 /* Array size follows md: the smallest member, in whole chunks. */
@@ -449,6 +505,8 @@ main(void)
 		cmocka_unit_test(test_array_random_ops_every_level),
 		cmocka_unit_test(test_array_data_offset_every_level),
 		cmocka_unit_test(test_array_size_uses_smallest_member),
+		cmocka_unit_test(test_array_member_size),
+		cmocka_unit_test(test_array_raid1_rounds_to_64k),
 		cmocka_unit_test(test_array_refuses_member_smaller_than_chunk),
 		cmocka_unit_test(test_array_refuses_same_file_twice),
 		cmocka_unit_test(test_array_member_error_propagates),

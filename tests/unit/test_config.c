@@ -125,6 +125,26 @@ test_config_data_offset(void **state)
 	raid_config_free(&c);
 }
 
+/* member-size takes the same forms, and is never zero. */
+static void
+test_config_member_size(void **state)
+{
+	struct raid_config c;
+
+	(void)state;
+	raid_config_init(&c);
+	assert_int_equal(raid_config_set(&c, "member-size", "30848s"), 0);
+	assert_int_equal(c.member_size, 30848ull * 512);
+	raid_config_free(&c);
+	raid_config_init(&c);
+	assert_int_equal(raid_config_set(&c, "member-size", "0"), -EINVAL);
+	assert_string_equal(last_error, "member-size '0': must not be zero");
+	assert_int_equal(raid_config_set(&c, "member-size", "513"), -EINVAL);
+	assert_string_equal(last_error,
+			    "member-size '513': must be a size in bytes (a multiple of 512) or in 512-byte sectors (2048s)");
+	raid_config_free(&c);
+}
+
 /* Unknown keys, bad levels and values are refused by name. */
 static void
 test_config_refuses_unknown_and_bad_values(void **state)
@@ -288,6 +308,7 @@ main(void)
 		cmocka_unit_test(test_config_parse_bool),
 		cmocka_unit_test(test_config_chunk_bounds),
 		cmocka_unit_test(test_config_data_offset),
+		cmocka_unit_test(test_config_member_size),
 		cmocka_unit_test(test_config_refuses_unknown_and_bad_values),
 		cmocka_unit_test(test_config_refuses_key_twice),
 		cmocka_unit_test(test_config_check),

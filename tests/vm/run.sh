@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# tests/vm/run.sh [PART...]: the tests that need a Linux kernel with the nbd
+# and md drivers, which the host has not: boots Debian's kernel under qemu
+# (tests/vm/run-in-vm.sh; KVM when it works, else emulation) and runs
+# tests/vm/guest-main.sh there.  Parts: fs (nbd-client, ext4, fstrim, the
+# kernel's requests) and md (md's layouts, both directions); default both.
+# The guest's output streams to stdout, so the CI log keeps it.
+#
+# Environment: NBDRAID_PLUGIN, NBDRAID_CLI (default: build/ under the
+# source tree), VM_TIMEOUT (default 570 s).  Exit 77 (skipped) only when
+# not root or a package is missing; .ci/deps --vm installs them.
+set -euo pipefail
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+export NBDRAID_SRC=$SRC
+export NBDRAID_PLUGIN=${NBDRAID_PLUGIN:-$SRC/build/plugin/nbdkit-raid-plugin.so}
+export NBDRAID_CLI=${NBDRAID_CLI:-$SRC/build/src/nbdraid}
+
+skip() { echo "SKIP: tests/vm: $*" >&2; exit 77; }
+[ "$(id -u)" = 0 ] || skip "needs root (loop devices and md in the guest)"
+for c in qemu-system-x86_64 mdadm nbd-client mkfs.ext4 nbdkit nbdcopy; do
+    command -v "$c" >/dev/null || skip "no $c: run bash .ci/deps --vm"
+done
+[ -x /bin/busybox ] || skip "no busybox: run bash .ci/deps --vm"
+ls /boot/vmlinuz-* >/dev/null 2>&1 || skip "no kernel in /boot: run bash .ci/deps --vm"
+for f in "$NBDRAID_PLUGIN" "$NBDRAID_CLI"; do
+    [ -x "$f" ] || [ -f "$f" ] || { echo "tests/vm: $f not built" >&2; exit 1; }
+done
+
+accel=${VM_ACCEL:-auto}
+if [ "$accel" = auto ]; then # as run-in-vm.sh decides
+    accel=tcg
+    [ -w /dev/kvm ] && grep -qwE 'vmx|svm' /proc/cpuinfo && accel=kvm
+fi
+echo "tests/vm: booting $(ls /boot/vmlinuz-* | sort -V | tail -1) under $accel, parts: ${*:-md}"
+VM_PASS_ENV="NBDRAID_SRC NBDRAID_PLUGIN NBDRAID_CLI" \
+VM_MEM=${VM_MEM:-3G} VM_TIMEOUT=${VM_TIMEOUT:-570} \
+    exec bash "$SRC/tests/vm/run-in-vm.sh" "$SRC/tests/vm/guest-main.sh" "$@"
