@@ -31,30 +31,36 @@ fail() { echo "FAIL: $*"; exit 1; }
 up() { echo "[t+$(cut -d' ' -f1 /proc/uptime)s] $*"; }
 
 # Members are MEMBER_SIZE; "+K" cases add K KiB, so the size is not a whole
-# number of chunks and md's rounding (Used Dev Size, RAID 10 far stride) shows.
-#      name          level layout            members chunk(K) extra(K)
-CASES="raid0-x4      0     -                 4       64       0
-raid0-x3-512k        0     -                 3       512      0
-raid1-x2             1     -                 2       -        0
-raid5-ls-x4          5     left-symmetric    4       64       0
-raid5-la-x4          5     left-asymmetric   4       64       0
-raid5-rs-x4          5     right-symmetric   4       64       0
-raid5-ra-x4          5     right-asymmetric  4       64       0
-raid5-ls-x3-512k     5     left-symmetric    3       512      0
-raid5-ra-x5          5     right-asymmetric  5       32       0
-raid10-n2-x4         10    n2                4       64       0
-raid10-f2-x4         10    f2                4       64       0
-raid10-o2-x4         10    o2                4       64       0
-raid10-n2-x3         10    n2                3       64       0
-raid10-f2-x3         10    f2                3       64       0
-raid10-o2-x3         10    o2                3       64       0
-raid10-n3-x4         10    n3                4       64       0
-raid1-x2-odd         1     -                 2       -        100
-raid0-x4-odd         0     -                 4       64       100
-raid5-ls-x4-odd      5     left-symmetric    4       64       100
-raid10-n2-x3-odd     10    n2                3       64       100
-raid10-f2-x4-odd     10    f2                4       64       100
-raid10-o2-x3-odd     10    o2                3       64       100"
+# number of chunks and md's rounding (Used Dev Size, RAID 10 far stride)
+# shows.  Metadata 1.2 keeps its superblock before the data (Data Offset);
+# 1.0 keeps it at the end, so nbdraid must be told md's Used Dev Size
+# (member-size=) or it would take the superblock's space as data.
+#      name          level layout            members chunk(K) extra(K) metadata
+CASES="raid0-x4      0     -                 4       64       0        1.2
+raid0-x3-512k        0     -                 3       512      0        1.2
+raid1-x2             1     -                 2       -        0        1.2
+raid5-ls-x4          5     left-symmetric    4       64       0        1.2
+raid5-la-x4          5     left-asymmetric   4       64       0        1.2
+raid5-rs-x4          5     right-symmetric   4       64       0        1.2
+raid5-ra-x4          5     right-asymmetric  4       64       0        1.2
+raid5-ls-x3-512k     5     left-symmetric    3       512      0        1.2
+raid5-ra-x5          5     right-asymmetric  5       32       0        1.2
+raid10-n2-x4         10    n2                4       64       0        1.2
+raid10-f2-x4         10    f2                4       64       0        1.2
+raid10-o2-x4         10    o2                4       64       0        1.2
+raid10-n2-x3         10    n2                3       64       0        1.2
+raid10-f2-x3         10    f2                3       64       0        1.2
+raid10-o2-x3         10    o2                3       64       0        1.2
+raid10-n3-x4         10    n3                4       64       0        1.2
+raid1-x2-odd         1     -                 2       -        100      1.2
+raid0-x4-odd         0     -                 4       64       100      1.2
+raid5-ls-x4-odd      5     left-symmetric    4       64       100      1.2
+raid10-n2-x3-odd     10    n2                3       64       100      1.2
+raid10-f2-x4-odd     10    f2                4       64       100      1.2
+raid10-o2-x3-odd     10    o2                3       64       100      1.2
+raid1-x2-v1.0        1     -                 2       -        100      1.0
+raid5-ls-x4-v1.0     5     left-symmetric    4       64       0        1.0
+raid10-f2-x4-v1.0    10    f2                4       64       100      1.0"
 
 modprobe loop
 for m in raid0 raid1 raid10 raid456; do modprobe "$m"; done
@@ -92,8 +98,8 @@ raid_keys() { # level layout chunkK doff_sectors files...
     for f in "$@"; do echo "member=$f"; done
 }
 
-run_case() { # name level layout members chunk extraK
-    local name=$1 level=$2 layout=$3 n=$4 chunk=$5 extra=$6
+run_case() { # name level layout members chunk extraK metadata
+    local name=$1 level=$2 layout=$3 n=$4 chunk=$5 extra=$6 meta=$7
     local dir=$WORK/$name files=() mdargs=() keys=()
     rm -rf "$dir"; mkdir -p "$dir"
     for ((i = 0; i < n; i++)); do
@@ -104,7 +110,7 @@ run_case() { # name level layout members chunk extraK
     attach_loops "${files[@]}"
 
     # ---- md writes
-    mdargs=(--create /dev/md0 --run --quiet --metadata=1.2 --level="$level"
+    mdargs=(--create /dev/md0 --run --quiet --metadata="$meta" --level="$level"
             --raid-devices="$n")
     [ "$layout" = - ] || mdargs+=(--layout="$layout")
     [ "$chunk" = - ] || mdargs+=(--chunk="$chunk")
@@ -120,7 +126,11 @@ run_case() { # name level layout members chunk extraK
     exam=$(mdadm --examine "${LOOPS[0]}")
     doff=$(awk '/Data Offset :/ {print $4}' <<<"$exam")
     used=$(awk '/Used Dev Size :/ {print $5}' <<<"$exam")
+    # 1.0 prints no Used Dev Size when it equals Avail Dev Size.
+    [ -n "$used" ] || used=$(awk '/Avail Dev Size :/ {print $5}' <<<"$exam")
     mdlayout=$(awk -F' : ' '/ Layout :/ {print $2}' <<<"$exam")
+    # 1.0 prints no Data Offset: its data starts at sector 0.
+    [ -n "$doff" ] || [ "$meta" != 1.0 ] || doff=0
     [ -n "$doff" ] || fail "$name: no Data Offset in mdadm --examine"
     mdadm --stop /dev/md0 >/dev/null 2>&1
     cleanup
@@ -128,11 +138,17 @@ run_case() { # name level layout members chunk extraK
     # ---- md -> nbdraid
     mapfile -t keys < <(raid_keys "$level" "$layout" "$chunk" "$doff" "${files[@]}")
     local ours
-    ours=$("$CLI" info "${keys[@]}" | awk '/^size:/ {print $2}')
-    [ "$ours" = "$size" ] || fail "$name: nbdraid size $ours, md size $size"
+    if [ "$meta" = 1.2 ]; then
+        # From Data Offset alone nbdraid finds the size mdadm chose.
+        ours=$("$CLI" info "${keys[@]}" | awk '/^size:/ {print $2}')
+        [ "$ours" = "$size" ] || fail "$name: nbdraid size $ours, md size $size"
+    else
+        [ -n "$used" ] || fail "$name: no Used Dev Size in mdadm --examine"
+    fi
     # md's Used Dev Size, given as member-size=, describes the same array.
     if [ -n "$used" ]; then
-        ours=$("$CLI" info "${keys[@]}" member-size="${used}s" | awk '/^size:/ {print $2}')
+        keys+=("member-size=${used}s")
+        ours=$("$CLI" info "${keys[@]}" | awk '/^size:/ {print $2}')
         [ "$ours" = "$size" ] ||
             fail "$name: nbdraid size $ours with member-size=${used}s, md size $size"
     fi
@@ -166,17 +182,17 @@ run_case() { # name level layout members chunk extraK
     mdadm --stop /dev/md0 >/dev/null 2>&1
     cleanup
     rm -rf "$dir"
-    printf '  %-18s %-16s data offset %6s  used %7s  size %9s  nbdraid check: %-26s md check: %s\n' \
-        "$name" "${mdlayout:--}" "${doff}s" "${used:+${used}s}" "$size" "${check:-n/a}" "$mism mismatches"
+    printf '  %-18s %-16s v%s data offset %6s  used %7s  size %9s  nbdraid check: %-26s md check: %s\n' \
+        "$name" "${mdlayout:--}" "$meta" "${doff}s" "${used:+${used}s}" "$size" "${check:-n/a}" "$mism mismatches"
 }
 
 up "md compatibility: $(grep -c . <<<"$CASES") cases, members $MEMBER_SIZE"
 ran=0
-while read -r name level layout n chunk extra; do
+while read -r name level layout n chunk extra meta; do
     if [ $# -gt 0 ] && ! printf '%s\n' "$@" | grep -qx "$name"; then
         continue
     fi
-    run_case "$name" "$level" "$layout" "$n" "$chunk" "$extra"
+    run_case "$name" "$level" "$layout" "$n" "$chunk" "$extra" "$meta"
     ran=$((ran + 1))
 done <<<"$CASES"
 [ "$ran" -gt 0 ] || fail "no case matched: $*"
