@@ -96,6 +96,21 @@ def main():
                      ["level=10", "chunk=8K"] + mem[:2] + ["member=" + small],
                      M("member 2 (%s): size 4096 is smaller than one chunk "
                        "(8192)" % small), all_files)
+        expect_error("data-offset past the member",
+                     ["level=5", "chunk=64K", "data-offset=2048s"] + mem[:3],
+                     M("member 0 (%s): size 1048576 is smaller than "
+                       "data-offset 1048576 plus one chunk (65536)" % paths[0]),
+                     all_files)
+        expect_error("data-offset not whole sectors",
+                     ["level=0", "data-offset=1000"] + mem[:2],
+                     M("data-offset '1000': must be a size in bytes (a "
+                       "multiple of 512) or in 512-byte sectors (2048s)"),
+                     all_files)
+        expect_error("member-size past the member",
+                     ["level=1", "data-offset=4K", "member-size=1M"] + mem[:2],
+                     M("member 0 (%s): size 1048576 is smaller than "
+                       "data-offset 4096 plus member-size 1048576" % paths[0]),
+                     all_files)
         for bad in ("3000", "2K", "32M", "12K", "0", "1G"):
             expect_error("chunk=%s" % bad,
                          ["level=0", "chunk=" + bad] + mem[:2],
