@@ -6,7 +6,7 @@
 # Environment: NBDRAID_SRC, NBDRAID_PLUGIN, NBDRAID_CLI; args: parts.
 set -uo pipefail
 parts=("$@")
-[ ${#parts[@]} -gt 0 ] || parts=(md)
+[ ${#parts[@]} -gt 0 ] || parts=(fs md)
 echo "guest: $(uname -r), $(nproc) vCPU, $(free -m | awk '/Mem:/{print $2}') MiB"
 failed=()
 for p in "${parts[@]}"; do

@@ -31,7 +31,7 @@ if [ "$accel" = auto ]; then # as run-in-vm.sh decides
     accel=tcg
     [ -w /dev/kvm ] && grep -qwE 'vmx|svm' /proc/cpuinfo && accel=kvm
 fi
-echo "tests/vm: booting $(ls /boot/vmlinuz-* | sort -V | tail -1) under $accel, parts: ${*:-md}"
+echo "tests/vm: booting $(ls /boot/vmlinuz-* | sort -V | tail -1) under $accel, parts: ${*:-fs md}"
 VM_PASS_ENV="NBDRAID_SRC NBDRAID_PLUGIN NBDRAID_CLI" \
 VM_MEM=${VM_MEM:-3G} VM_TIMEOUT=${VM_TIMEOUT:-570} \
     exec bash "$SRC/tests/vm/run-in-vm.sh" "$SRC/tests/vm/guest-main.sh" "$@"
