@@ -8,6 +8,8 @@ set -uo pipefail
 parts=("$@")
 [ ${#parts[@]} -gt 0 ] || parts=(fs md)
 echo "guest: $(uname -r), $(nproc) vCPU, $(free -m | awk '/Mem:/{print $2}') MiB"
+[ -f "$NBDRAID_SRC/tests/vm/guest-main.sh" ] ||
+    { echo "FAIL: the source tree $NBDRAID_SRC is not visible in the guest"; exit 1; }
 failed=()
 for p in "${parts[@]}"; do
     echo "==== $p: tests/vm/guest-$p.sh"

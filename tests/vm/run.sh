@@ -10,7 +10,7 @@
 # source tree), VM_TIMEOUT (default 570 s).  Exit 77 (skipped) only when
 # not root or a package is missing; .ci/deps --vm installs them.
 set -euo pipefail
-SRC=$(cd "$(dirname "$0")/../.." && pwd)
+SRC=$(cd "$(dirname "$0")/../.." && pwd -P)
 export NBDRAID_SRC=$SRC
 export NBDRAID_PLUGIN=${NBDRAID_PLUGIN:-$SRC/build/plugin/nbdkit-raid-plugin.so}
 export NBDRAID_CLI=${NBDRAID_CLI:-$SRC/build/src/nbdraid}
@@ -24,6 +24,13 @@ done
 ls /boot/vmlinuz-* >/dev/null 2>&1 || skip "no kernel in /boot: run bash .ci/deps --vm"
 for f in "$NBDRAID_PLUGIN" "$NBDRAID_CLI"; do
     [ -x "$f" ] || [ -f "$f" ] || { echo "tests/vm: $f not built" >&2; exit 1; }
+    # The guest sees the host's root, but its /tmp and /run are its own:
+    # the source tree (with the build in it) is shared into the guest.
+    case "$(realpath "$f")" in
+        "$SRC"/*) ;;
+        *) echo "tests/vm: $f is outside the source tree $SRC, which is all the guest is sure to see" >&2
+           exit 1 ;;
+    esac
 done
 
 accel=${VM_ACCEL:-auto}
@@ -32,6 +39,6 @@ if [ "$accel" = auto ]; then # as run-in-vm.sh decides
     [ -w /dev/kvm ] && grep -qwE 'vmx|svm' /proc/cpuinfo && accel=kvm
 fi
 echo "tests/vm: booting $(ls /boot/vmlinuz-* | sort -V | tail -1) under $accel, parts: ${*:-fs md}"
-VM_PASS_ENV="NBDRAID_SRC NBDRAID_PLUGIN NBDRAID_CLI" \
+VM_SHARE=$SRC VM_PASS_ENV="NBDRAID_SRC NBDRAID_PLUGIN NBDRAID_CLI" \
 VM_MEM=${VM_MEM:-3G} VM_TIMEOUT=${VM_TIMEOUT:-570} \
     exec bash "$SRC/tests/vm/run-in-vm.sh" "$SRC/tests/vm/guest-main.sh" "$@"
