@@ -22,6 +22,7 @@
  * flushed after the fallocates complete (a second batch).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -576,29 +577,27 @@ member_area(struct raid_array *a, uint64_t member_size)
 	for (unsigned i = 0; i < a->nr_members; i++) {
 		const struct raid_member *m = &a->members[i];
 		uint64_t need = a->data_offset + MAX(member_size, a->chunk);
+		char what[96];
+		int n = 0;
 
-		if (m->size < need) {
-			if (member_size) {
-				raid_error("member %u (%s): size %llu is smaller than data-offset %llu plus member-size %llu",
-					   i, m->path,
-					   (unsigned long long)m->size,
-					   (unsigned long long)a->data_offset,
-					   (unsigned long long)member_size);
-			} else if (a->data_offset) {
-				raid_error("member %u (%s): size %llu is smaller than data-offset %llu plus one chunk (%llu)",
-					   i, m->path,
-					   (unsigned long long)m->size,
-					   (unsigned long long)a->data_offset,
-					   (unsigned long long)a->chunk);
-			} else {
-				raid_error("member %u (%s): size %llu is smaller than one chunk (%llu)",
-					   i, m->path,
-					   (unsigned long long)m->size,
-					   (unsigned long long)a->chunk);
-			}
-			return -EINVAL;
+		if (m->size >= need) {
+			avail = MIN(avail, m->size - a->data_offset);
+			continue;
 		}
-		avail = MIN(avail, m->size - a->data_offset);
+		if (a->data_offset || member_size) {
+			n = snprintf(what, sizeof(what), "data-offset %llu plus ",
+				     (unsigned long long)a->data_offset);
+		}
+		if (member_size) {
+			snprintf(what + n, sizeof(what) - n, "member-size %llu",
+				 (unsigned long long)member_size);
+		} else {
+			snprintf(what + n, sizeof(what) - n, "one chunk (%llu)",
+				 (unsigned long long)a->chunk);
+		}
+		raid_error("member %u (%s): size %llu is smaller than %s", i,
+			   m->path, (unsigned long long)m->size, what);
+		return -EINVAL;
 	}
 	if (member_size) {
 		avail = member_size;
