@@ -12,7 +12,7 @@
 # into calibration.csv, with the model's prediction.  Sourced by bench/run.
 
 if [ "$QUICK" = 1 ]; then
-	CAL_PATTERNS="randread:4k:1 randread:4k:8 read:64k:8 read:1M:8"
+	CAL_PATTERNS="randread:4k:1 read:64k:8 read:1M:8"
 else
 	CAL_PATTERNS="randread:4k:1 randread:4k:8 randwrite:4k:1 read:4k:1 read:64k:1 read:64k:8 read:1M:1 read:1M:8 randread:1M:1 write:1M:8"
 fi

@@ -207,7 +207,7 @@ start_array() {
 
 # pattern_parse PATTERN: "KIND:BS:QD", KIND one of read write randread
 # randwrite, or the mixed desktop/server patterns (PassMark's):
-#   db  database     90 % random, 90 % read, 2K,  QD128
+#   db  database     90 % random, 90 % read, 2K,  QD128 (bench/run: 4K)
 #   fs  file server 100 % random, 80 % read, 16K, QD128
 #   ws  workstation  80 % random, 70 % read, 16K, QD1
 # (db, fs, ws take their BS and QD from the pattern string too).
@@ -313,18 +313,21 @@ count_n() {
 # ms SECONDS: fio time value in milliseconds (fractional seconds allowed).
 ms() { awk -v s="$1" 'BEGIN { printf "%dms", s * 1000 }'; }
 
-# run_grid STUDY MEDIUM "CONFIGS" "PATTERNS": every repetition, every
-# config (reversed on even repetitions, so drift hits all alike), every
-# pattern.  The baseline (1disk) is one of the configs: every ratio is to
-# a baseline measured in the same repetition.
+# run_grid STUDY MEDIUM "CONFIGS" "PATTERNS" ["NOT FOR 1disk"]: every
+# repetition, every config (reversed on even repetitions, so drift hits
+# all alike), every pattern.  The baseline (1disk) is one of the configs:
+# every ratio is to a baseline measured in the same repetition.  Patterns
+# in the fifth argument are not run on the baseline (the report compares
+# them with another of its patterns).
 run_grid() {
-	local study=$1 medium=$2 cfgs=$3 pats=$4 rep cfg pat order
+	local study=$1 medium=$2 cfgs=$3 pats=$4 skip=" ${5:-} " rep cfg pat order
 	for rep in $(seq "$REPS"); do
 		order=$cfgs
 		[ $((rep % 2)) = 0 ] && order=$(tr ' ' '\n' <<<"$cfgs" | tac | tr '\n' ' ')
 		for cfg in $order; do
 			start_array "$medium" "$cfg"
 			for pat in $pats; do
+				[ "$cfg" = 1disk ] && [[ $skip == *" $pat "* ]] && continue
 				run_pattern "$study" "$medium" "$rep" "$cfg" "$pat"
 			done
 			stop_server
