@@ -313,24 +313,55 @@ count_n() {
 # ms SECONDS: fio time value in milliseconds (fractional seconds allowed).
 ms() { awk -v s="$1" 'BEGIN { printf "%dms", s * 1000 }'; }
 
+# start_configs MEDIUM "CONFIGS": one server per configuration, all up at
+# once (only one is measured at a time; they share the members, and no
+# byte's content matters here).  use_config CONFIG points URI, SRVPID,
+# SOCK, ARRAY_STATS, LEVEL, NMEM and CHUNK at one of them; stop_configs
+# stops them all.
+declare -A CFG_URI CFG_PID CFG_SOCK CFG_STATS
+start_configs() {
+	local cfg
+	CONFIGS_UP=$2
+	for cfg in $2; do
+		start_array "$1" "$cfg"
+		CFG_URI[$cfg]=$URI CFG_PID[$cfg]=$SRVPID CFG_SOCK[$cfg]=$SOCK
+		CFG_STATS[$cfg]="${ARRAY_STATS[*]}"
+	done
+}
+use_config() {
+	config_parse "$1"
+	URI=${CFG_URI[$1]} SRVPID=${CFG_PID[$1]} SOCK=${CFG_SOCK[$1]}
+	read -r -a ARRAY_STATS <<<"${CFG_STATS[$1]}"
+}
+stop_configs() {
+	local cfg
+	for cfg in $CONFIGS_UP; do
+		use_config "$cfg"
+		stop_server
+	done
+	CONFIGS_UP=
+}
+
 # run_grid STUDY MEDIUM "CONFIGS" "PATTERNS" ["NOT FOR 1disk"]: every
-# repetition, every config (reversed on even repetitions, so drift hits
-# all alike), every pattern.  The baseline (1disk) is one of the configs:
-# every ratio is to a baseline measured in the same repetition.  Patterns
-# in the fifth argument are not run on the baseline (the report compares
-# them with another of its patterns).
+# repetition, every pattern, every config back to back (in reverse order on
+# even repetitions, so drift hits all alike): each ratio compares runs a few
+# seconds apart.  The baseline (1disk) is one of the configs: every ratio
+# is to a baseline measured in the same repetition.  Patterns in the fifth
+# argument are not run on the baseline (the report compares them with
+# another of its patterns).
 run_grid() {
 	local study=$1 medium=$2 cfgs=$3 pats=$4 skip=" ${5:-} " rep cfg pat order
+	start_configs "$medium" "$cfgs"
 	for rep in $(seq "$REPS"); do
 		order=$cfgs
 		[ $((rep % 2)) = 0 ] && order=$(tr ' ' '\n' <<<"$cfgs" | tac | tr '\n' ' ')
-		for cfg in $order; do
-			start_array "$medium" "$cfg"
-			for pat in $pats; do
+		for pat in $pats; do
+			for cfg in $order; do
 				[ "$cfg" = 1disk ] && [[ $skip == *" $pat "* ]] && continue
+				use_config "$cfg"
 				run_pattern "$study" "$medium" "$rep" "$cfg" "$pat"
 			done
-			stop_server
 		done
 	done
+	stop_configs
 }

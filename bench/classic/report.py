@@ -109,11 +109,15 @@ def configs_of(study, medium):
 
 
 def patterns_of(study, medium):
-    seen = []
+    """The study's patterns, in the order they ran (the baseline may skip
+    some, so the order is taken from every configuration)."""
+    order = {}
     for r in ROWS:
-        if r["study"] == study and r["medium"] == medium and r["pattern"] not in seen:
-            seen.append(r["pattern"])
-    return seen
+        if r["study"] == study and r["medium"] == medium:
+            order.setdefault(r["config"], [])
+            if r["pattern"] not in order[r["config"]]:
+                order[r["config"]].append(r["pattern"])
+    return max(order.values(), key=len) if order else []
 
 
 # --- labels ------------------------------------------------------------------
@@ -191,14 +195,14 @@ def fr(x, nd=2):
 
 def cell(study, medium, cfg, pat):
     if cfg == "1disk":
-        pat = BASE_PATTERN.get((study, pat), pat)
+        pat = BASE_PATTERN.get((study, medium, pat), pat)
     return DATA.get((study, medium), {}).get((cfg, pat), {})
 
 
 # Baseline patterns that stand in for another: one member cannot take a
 # 1.5M request whole (FUSE carries at most 1M per request), so its
 # sequential write bandwidth is measured with 1M requests.
-BASE_PATTERN = {("parity", "write:1536k:8"): "write:1M:8"}
+BASE_PATTERN = {("parity", "spindle", "write:1536k:8"): "write:1M:8"}
 
 
 def med(vals):
@@ -925,9 +929,9 @@ def section_parity(lines):
         vals = {}
         for p in pats:
             row = [pattern_label(p), fmt_abs(absval(st, medium, "1disk", p), p)]
-            if (st, p) in BASE_PATTERN:
+            if (st, medium, p) in BASE_PATTERN:
                 row[1] += " (%s requests: FUSE takes at most 1M)" % size_label(
-                    to_bytes(pattern_parts(BASE_PATTERN[(st, p)])[1]))
+                    to_bytes(pattern_parts(BASE_PATTERN[(st, medium, p)])[1]))
             for c in cfgs:
                 r = ratio(st, medium, c, p)
                 vals[(pattern_label(p), config_label(c))] = r
@@ -1007,6 +1011,9 @@ def main():
                 "member, served and measured exactly as the arrays (same plugin, same "
                 "options, same NBD path), in the same run; the calibration below shows "
                 "that nbdkit's file plugin over the same member agrees with it")
+    head.append("- order: all the configurations of a study are served at once; for "
+                "each repetition and pattern they run back to back (in reverse order on "
+                "even repetitions), so the runs a ratio compares are seconds apart")
     head.append("- IOPS are bytes / transfer size (fio's own IOPS leave out the I/Os "
                 "in flight when the ramp ends); sequential runs start at offset 0")
     head.append("")
@@ -1038,9 +1045,12 @@ def main():
         summary.append("")
     if best.get("spindle"):
         g, ch = best["spindle"][0]
+        ties = [c for gg, c in best["spindle"] if gg >= 0.99 * g]
         summary.append("Best chunk on the emulated disks by the geometric mean of every "
-                       "chunk-study ratio: **%s** (%.2f); the default is %s.  See "
-                       "section 2 and the closing note.\n" % (ch, g, f.get("chunk")))
+                       "chunk-study ratio: %s (%.2f)%s; the default is %s.  See "
+                       "section 2 and the closing note.\n"
+                       % (", ".join("**%s**" % c for c in ties), g,
+                          ", within 1 % of each other" if len(ties) > 1 else "", f.get("chunk")))
 
     tail = ["## Run time\n"]
     if TIMING:

@@ -14,11 +14,14 @@ S5_PATTERNS="randwrite:4k:1 randwrite:4k:8 write:1536k:8 write:1M:8 read:1M:8 ra
 study_parity() {
 	local medium=$1 cfg pat
 	[ "$DEFAULT_CHUNK" = 512K ] || log "warning: write:1536k:8 is a full RAID 5 stripe only at chunk 512K"
-	# One member cannot take a 1.5M request whole: FUSE carries at most
-	# 1M (256 pages) per request, and the second piece waits behind other
-	# requests.  Its sequential write bandwidth is measured with 1M
-	# requests (write:1M:8), which the report uses as the 1.5M baseline.
-	run_grid parity "$medium" "$S5_CONFIGS" "$S5_PATTERNS" "write:1536k:8"
+	# One emulated member cannot take a 1.5M request whole: FUSE carries
+	# at most 1M (256 pages) per request, and the second piece waits
+	# behind other requests.  Its sequential write bandwidth is measured
+	# with 1M requests (write:1M:8), which the report uses as the 1.5M
+	# baseline.
+	local skip=""
+	[ "$medium" = spindle ] && skip="write:1536k:8"
+	run_grid parity "$medium" "$S5_CONFIGS" "$S5_PATTERNS" "$skip"
 	[ "$medium" = tmpfs ] && return 0
 	for cfg in 0x4 5x4 10x4; do
 		start_array "$medium" "$cfg"
