@@ -96,6 +96,14 @@ for r in ROWS:
         (r["config"], r["pattern"]), {})[int(r["rep"])] = r
 
 
+def chart_medium(medium):
+    """The medium, for a chart title: the disk model or the limit."""
+    if medium == "spindle":
+        return "emulated disks (%s, %s MB/s, %s at a time)" % (
+            FACTS.get("disk access", "?"), FACTS.get("disk mbps", "?"), FACTS.get("disk slots", "?"))
+    return "tmpfs members (the CPU and NBD path are the limit)"
+
+
 def media_of(study):
     return [m for m in MEDIA if (study, m) in DATA]
 
@@ -534,7 +542,7 @@ def section_scaling(lines):
                                                      5 + i, COLORS[i], pattern_label(p)))
         plots.append("'mpc.dat' using 1:2 with linespoints dt 4 lw 1.5 pt 6 lc rgb '#444444' "
                      "title 'Maximum PC 2004, 4 PATA drives on PCI (read)'")
-        script = COMMON + """set title 'RAID 0 member scaling, %s (ratio to one member, same run)'
+        script = COMMON + """set title "RAID 0 member scaling, %s\\nratio to one member, same run"
 set xlabel 'members'
 set ylabel 'throughput / one member'
 set xrange [0.8:4.2]
@@ -543,7 +551,7 @@ set yrange [0:4.5]
 set key top left box opaque
 set arrow from 0.8,1 to 4.2,1 nohead lc rgb '#000000' lw 1
 plot %s
-""" % (MEDIUM_LABEL[medium], ", \\\n     ".join(plots))
+""" % (chart_medium(medium), ", \\\n     ".join(plots))
         png = gnuplot("scaling-%s" % medium, ("900,600", script),
                       {"scaling-%s.dat" % medium: dat, "mpc.dat": ref, "rp.dat": rpd})
         if png:
@@ -658,7 +666,7 @@ plot %s
        "unset key" if k < len(widths) - 1 else
        "set key at screen 0.99, graph 0.5 right center font ',10' box opaque",
        ", \\\n     ".join(plots)))
-        script = COMMON + """set multiplot title 'Chunk size, %s: ratio to one member (same run)' font ',13'
+        script = COMMON + """set multiplot title 'Chunk size, %s: ratio to one member (same run)' font ',12'
 set logscale x 2
 set xrange [%g:%g]
 set xlabel 'chunk (log scale)'
@@ -667,7 +675,7 @@ set tmargin at screen 0.88
 set bmargin at screen 0.12
 %s
 unset multiplot
-""" % (MEDIUM_LABEL[medium], lo_kib / 1.5, hi_kib * 1.5, "\n".join(panels))
+""" % (chart_medium(medium), lo_kib / 1.5, hi_kib * 1.5, "\n".join(panels))
         png = gnuplot("chunk-%s" % medium, ("%d,620" % (400 + 550 * len(widths)), script), data)
         if png:
             lines.append("![chunk size, %s](%s)\n" % (MEDIUM_LABEL[medium], png))
@@ -731,7 +739,7 @@ def section_qdsize(lines):
             dat += "%d %d %s\n" % (x, y, "%.3f" % v if v is not None else "NaN")
         xt = ", ".join("'%s' %d" % (size_label(to_bytes(b)), i) for i, b in enumerate(bss))
         yt = ", ".join("'%d' %d" % (q, i) for i, q in enumerate(qds))
-        script = """set title 'Where striping pays, %s: random reads, RAID 0 x2 / one member'
+        script = """set title "Where striping pays: random reads, RAID 0 x2 / one member\\n%s"
 set xlabel 'transfer size'
 set ylabel 'queue depth (outstanding I/Os)'
 set xtics (%s)
@@ -744,7 +752,7 @@ set palette defined (0.5 '#b2182b', 0.9 '#f4a582', 0.97 '#f7f7f7', 1.03 '#f7f7f7
 set tics nomirror
 plot 'qdsize-%s.dat' using 1:2:3 with image notitle, \\
      '' using 1:2:(sprintf('%%.2f', $3)) with labels font ',11' notitle
-""" % (MEDIUM_LABEL[medium], xt, yt, len(bss) - 0.5, len(qds) - 0.5, medium)
+""" % (chart_medium(medium), xt, yt, len(bss) - 0.5, len(qds) - 0.5, medium)
         png = gnuplot("qdsize-%s" % medium, ("900,620", script), {"qdsize-%s.dat" % medium: dat})
         if png:
             lines.append("![QD x transfer size, %s](%s)\n" % (MEDIUM_LABEL[medium], png))
@@ -822,7 +830,7 @@ def bars_chart(name, title, medium, groups, series, values, hlines, ymax):
         arrows += ("set arrow from graph 0, first %g to graph 1, first %g nohead %s\n"
                    "set label '%s' at graph 0.005, first %g left offset 0,0.6 font ',9'\n"
                    % (y, y, style, label, y))
-    script = COMMON + """set title '%s'
+    script = COMMON + """set title "%s"
 set ylabel 'throughput / one member'
 set yrange [0:%g]
 set style data histogram
@@ -887,7 +895,7 @@ def section_raid1(lines):
         if medium == "spindle":
             counts_table(st, lines)
         png = bars_chart("raid1-%s" % medium,
-                         "RAID 1 against one member, %s (same run)" % MEDIUM_LABEL[medium],
+                         "RAID 1 against one member (same run)\\n%s" % chart_medium(medium),
                          medium, [pattern_label(p) for p in pats], [config_label(c) for c in cfgs],
                          vals, [(1, "one member", "lc rgb '#000000' lw 1.5"),
                                 (2, "2x", "dt 2 lc rgb '#999999' lw 1.5"),
@@ -957,7 +965,7 @@ def section_parity(lines):
                      medium, r and r["med"], 2.8, why_limits(st, medium, "5x4", p))
             counts_table(st, lines)
         png = bars_chart("parity-%s" % medium,
-                         "RAID 0, 5, 10 over 4 members against one member, %s" % MEDIUM_LABEL[medium],
+                         "RAID 0, 5, 10 over 4 members against one member (same run)\\n%s" % chart_medium(medium),
                          medium, [pattern_label(p) for p in pats], [config_label(c) for c in cfgs],
                          vals, [(1, "one member", "lc rgb '#000000' lw 1.5"),
                                 (4, "4x", "dt 2 lc rgb '#999999' lw 1.5")], 4.8)
