@@ -673,6 +673,9 @@ array_create(const struct raid_config *cfg, struct raid_member *members,
 	a->g.chunk_shift = log2_u64(cfg->chunk);
 	pthread_rwlock_init(&a->rmw_lock, NULL);
 	stripe_locks_init(&a->stripe_locks);
+	for (unsigned i = 0; i < nr; i++) {
+		atomic_init(&members[i].next_read, UINT64_MAX);
+	}
 	r = a->layout ? 0 : -EINVAL;
 	if (r == 0) {
 		r = check_duplicates(members, nr);

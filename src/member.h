@@ -33,6 +33,12 @@ struct raid_member {
 
 	/* I/Os queued to this member and not yet complete: read balancing. */
 	atomic_uint inflight;
+	/*
+	 * Member offset where the last read balanced to this member ended
+	 * (md's next_seq_sect): a read starting here continues a stream.
+	 * Starts at UINT64_MAX (no stream).
+	 */
+	atomic_uint_fast64_t next_read;
 	/* Latched when the member's filesystem refuses an fallocate mode. */
 	atomic_bool no_zero_range;
 	atomic_bool no_punch;

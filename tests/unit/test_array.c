@@ -452,6 +452,64 @@ test_array_read_balances_to_least_busy_copy(void **state)
 	free_array(&f);
 }
 
+static unsigned
+reads_of(struct fixture *f, unsigned i)
+{
+	return mem_of(&f->m[i])->count[IO_READ];
+}
+
+/*
+ * A sequential stream across requests stays on its member while that
+ * member is the only busy one, moves to an idle copy when its member is
+ * busy, and a read outside any stream goes to the least busy copy.
+ */
+static void
+test_array_stream_read_runs_on_idle_copy(void **state)
+{
+	struct fixture f;
+	char buf[CHUNK];
+
+	(void)state;
+	assert_int_equal(make_array(&f, 1, NULL, 2, 16 * CHUNK), 0);
+	/* Both idle: the first copy, and the stream stays there at QD1. */
+	assert_int_equal(raid_pread(f.a, buf, CHUNK, 0, 0), 0);
+	assert_int_equal(raid_pread(f.a, buf, CHUNK, CHUNK, 0), 0);
+	assert_int_equal(reads_of(&f, 0), 2);
+	assert_int_equal(reads_of(&f, 1), 0);
+	/* Its member busy, the other idle: the idle copy starts a run. */
+	atomic_store(&f.m[0].inflight, 1);
+	assert_int_equal(raid_pread(f.a, buf, CHUNK, 2 * CHUNK, 0), 0);
+	assert_int_equal(reads_of(&f, 1), 1);
+	/* Both busy: the stream continues on member 1, even if busier. */
+	atomic_store(&f.m[1].inflight, 3);
+	assert_int_equal(raid_pread(f.a, buf, CHUNK, 3 * CHUNK, 0), 0);
+	assert_int_equal(reads_of(&f, 1), 2);
+	assert_int_equal(reads_of(&f, 0), 2);
+	/* Member 0 drained: the next run goes back to it. */
+	atomic_store(&f.m[0].inflight, 0);
+	assert_int_equal(raid_pread(f.a, buf, CHUNK, 4 * CHUNK, 0), 0);
+	assert_int_equal(reads_of(&f, 0), 3);
+	/* ... and continues there while member 1 is busy. */
+	assert_int_equal(raid_pread(f.a, buf, CHUNK, 5 * CHUNK, 0), 0);
+	assert_int_equal(reads_of(&f, 0), 4);
+	/* A read outside the stream: the least busy copy. */
+	atomic_store(&f.m[0].inflight, 4);
+	assert_int_equal(raid_pread(f.a, buf, CHUNK, 11 * CHUNK, 0), 0);
+	assert_int_equal(reads_of(&f, 1), 3);
+	assert_int_equal(reads_of(&f, 0), 4);
+	free_array(&f);
+
+	/* RAID 10 n2 x4: chunks 0 and 2 are one stream on members 0/1. */
+	assert_int_equal(make_array(&f, 10, "n2", 4, 16 * CHUNK), 0);
+	assert_int_equal(raid_pread(f.a, buf, CHUNK, 0, 0), 0);
+	atomic_store(&f.m[0].inflight, 1);
+	assert_int_equal(raid_pread(f.a, buf, CHUNK, 2 * CHUNK, 0), 0);
+	assert_int_equal(reads_of(&f, 0), 1);
+	assert_int_equal(reads_of(&f, 1), 1);
+	assert_int_equal(reads_of(&f, 2) + reads_of(&f, 3), 0);
+	free_array(&f);
+}
+
 /* Requests past the end are refused before any member I/O. */
 static void
 test_array_refuses_out_of_range(void **state)
@@ -515,6 +573,7 @@ main(void)
 		cmocka_unit_test(test_array_trim_fua_flushes_touched_members),
 		cmocka_unit_test(test_array_sequential_mirror_read_is_one_member_io),
 		cmocka_unit_test(test_array_read_balances_to_least_busy_copy),
+		cmocka_unit_test(test_array_stream_read_runs_on_idle_copy),
 		cmocka_unit_test(test_array_refuses_out_of_range),
 		cmocka_unit_test(test_array_check_counts_differing_copies),
 	};
