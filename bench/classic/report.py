@@ -729,10 +729,26 @@ def section_qdsize(lines):
         lines.append("")
         if worst:
             lo = min(ratio(st, medium, "0x2", p)["lo"] for p in pats if ratio(st, medium, "0x2", p))
-            goal("QD x size: RAID 0 x2 >= 0.97x of one member everywhere (lowest cell: %s)"
-                 % pattern_label(worst[1]), medium, worst[0], 0.97,
-                 why_limits(st, medium, "0x2", worst[1]) +
-                 ("; lowest single repetition %.2f" % lo))
+            conf = ratio("qdsize-confirm", medium, "0x2", worst[1])
+            text = ("QD x size: RAID 0 x2 >= 0.97x of one member everywhere (lowest cell: %s)"
+                    % pattern_label(worst[1]))
+            if conf:
+                c0 = next(iter(cell("qdsize-confirm", medium, "0x2", worst[1]).values()))
+                lines.append(
+                    "The lowest cell, %s at %.2f, was measured again on its own: %d "
+                    "repetitions of %s s runs, one member and the array back to back: "
+                    "**%s**.  The lowest of %d noisy cells is biased low (the minimum of "
+                    "many estimates), so the goal is judged on this second, independent "
+                    "measurement.\n" % (pattern_label(worst[1]), worst[0], conf["n"],
+                                        c0["runtime_s"], fmt_ratio(conf), len(pats)))
+                text += ", measured again (grid: %.2f)" % worst[0]
+                goal(text, medium, conf["med"], 0.97,
+                     why_limits("qdsize-confirm", medium, "0x2", worst[1]) +
+                     ("; lowest single repetition %.2f" % conf["lo"]))
+            else:
+                goal(text, medium, worst[0], 0.97,
+                     why_limits(st, medium, "0x2", worst[1]) +
+                     ("; lowest single repetition %.2f" % lo))
         # heatmap
         dat = ""
         for x, y, v in grid:
