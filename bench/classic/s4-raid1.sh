@@ -5,7 +5,11 @@
 # written).  Sourced by bench/run.
 
 S4_CONFIGS="1disk 1x2 1x3"
-S4_PATTERNS="randread:4k:1 randread:4k:2 randread:4k:8 read:1M:1 read:1M:8 read:1M:16 randwrite:4k:1 randwrite:4k:8 write:1M:8"
+if [ "$QUICK" = 1 ]; then
+	S4_PATTERNS="randread:4k:1 randread:4k:2 randread:4k:8 read:1M:8 randwrite:4k:1 randwrite:4k:8 write:1M:8"
+else
+	S4_PATTERNS="randread:4k:1 randread:4k:2 randread:4k:8 read:1M:1 read:1M:8 read:1M:16 randwrite:4k:1 randwrite:4k:8 write:1M:8"
+fi
 
 study_raid1() {
 	local medium=$1 cfg pat
