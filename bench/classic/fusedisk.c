@@ -388,8 +388,8 @@ do_init(const struct fuse_in_header *ih, const struct fuse_init_in *in)
 							  : FUSE_KERNEL_MINOR_VERSION;
 	out.max_readahead = in->max_readahead;
 	out.flags = (FUSE_BIG_WRITES | FUSE_MAX_PAGES | FUSE_ASYNC_DIO) & in->flags;
-	out.max_background = 64;
-	out.congestion_threshold = 48;
+	out.max_background = 256;      /* above bench/run's deepest queue */
+	out.congestion_threshold = 192;
 	out.max_write = MAX_WRITE;
 	out.time_gran = 1;
 	out.max_pages = MAX_WRITE / 4096;

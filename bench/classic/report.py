@@ -227,15 +227,21 @@ def absval(study, medium, cfg, pat):
             med([fnum(r["mbps"]) for r in c.values()]))
 
 
+def bytes_per_s(row):
+    iops = fnum(row["iops"])
+    return iops * to_bytes(row["bs"]) if iops is not None else None
+
+
 def ratio(study, medium, cfg, pat, base="1disk"):
     """Median, min and max of the per-repetition ratios cfg/base, and n."""
     a, b = cell(study, medium, cfg, pat), cell(study, medium, base, pat)
     rs = []
     for rep in a:
         if rep in b:
-            # MB/s, not IOPS: a stand-in baseline (BASE_PATTERN) has
-            # another transfer size; for the same size the two agree.
-            va, vb = fnum(a[rep]["mbps"]), fnum(b[rep]["mbps"])
+            # Bytes per second, as IOPS x transfer size: a stand-in
+            # baseline (BASE_PATTERN) has another transfer size, and the
+            # mbps column is rounded to 0.01 (1 % of a 4K spindle figure).
+            va, vb = bytes_per_s(a[rep]), bytes_per_s(b[rep])
             if va is not None and vb:
                 rs.append(va / vb)
     if not rs:
@@ -728,27 +734,36 @@ def section_qdsize(lines):
         lines.append(md_table(header, rows))
         lines.append("")
         if worst:
-            lo = min(ratio(st, medium, "0x2", p)["lo"] for p in pats if ratio(st, medium, "0x2", p))
-            conf = ratio("qdsize-confirm", medium, "0x2", worst[1])
-            text = ("QD x size: RAID 0 x2 >= 0.97x of one member everywhere (lowest cell: %s)"
-                    % pattern_label(worst[1]))
-            if conf:
-                c0 = next(iter(cell("qdsize-confirm", medium, "0x2", worst[1]).values()))
+            # Cells under the goal were measured again on their own
+            # (s3-qd-size.sh confirm_low): judge on the worst of those
+            # second measurements and of the cells not measured again.
+            judged = []
+            for p in pats:
+                r = ratio(st, medium, "0x2", p)
+                c = ratio("qdsize-confirm", medium, "0x2", p)
+                if c:
+                    judged.append((c["med"], p, c, r))
+                elif r:
+                    judged.append((r["med"], p, r, None))
+            again = [j for j in judged if j[3]]
+            if again:
+                rt = next(iter(cell("qdsize-confirm", medium, "0x2", again[0][1]).values()))["runtime_s"]
                 lines.append(
-                    "The lowest cell, %s at %.2f, was measured again on its own: %d "
-                    "repetitions of %s s runs, one member and the array back to back: "
-                    "**%s**.  The lowest of %d noisy cells is biased low (the minimum of "
-                    "many estimates), so the goal is judged on this second, independent "
-                    "measurement.\n" % (pattern_label(worst[1]), worst[0], conf["n"],
-                                        c0["runtime_s"], fmt_ratio(conf), len(pats)))
-                text += ", measured again (grid: %.2f)" % worst[0]
-                goal(text, medium, conf["med"], 0.97,
-                     why_limits("qdsize-confirm", medium, "0x2", worst[1]) +
-                     ("; lowest single repetition %.2f" % conf["lo"]))
-            else:
-                goal(text, medium, worst[0], 0.97,
-                     why_limits(st, medium, "0x2", worst[1]) +
-                     ("; lowest single repetition %.2f" % lo))
+                    "Cells under 0.97 in the grid were measured again, each on its own: "
+                    "%d repetitions of %s s runs, one member and the array back to back.  "
+                    "The lowest of %d noisy cells is biased low (the minimum of many "
+                    "estimates), so the goal is judged on these second, independent "
+                    "measurements:\n" % (again[0][2]["n"], rt, len(pats)))
+                lines.append(md_table(["cell", "grid", "measured again"],
+                                      [[pattern_label(p), "%.2f" % r["med"], fmt_ratio(c)]
+                                       for _v, p, c, r in again]))
+                lines.append("")
+            v, p, r, g = min(judged, key=lambda j: j[0])
+            text = ("QD x size: RAID 0 x2 >= 0.97x of one member everywhere (lowest cell: %s%s)"
+                    % (pattern_label(p), ", measured again; grid %.2f" % g["med"] if g else ""))
+            goal(text, medium, v, 0.97,
+                 why_limits("qdsize-confirm" if g else st, medium, "0x2", p) +
+                 ("; its lowest single repetition %.2f" % r["lo"]))
         # heatmap
         dat = ""
         for x, y, v in grid:
@@ -911,7 +926,8 @@ def section_raid1(lines):
                         goal("RAID 1 x2: %s >= 0.9x" % pattern_label(p), medium,
                              r and r["med"], 0.9, why_limits(st, medium, c, p))
             if "read" in kind:
-                row.append("%s / %s" % (("2.00", "3.00") if qd >= 2 else ("1.00", "1.00")))
+                # Only QD requests are in flight: at most QD copies busy.
+                row.append("%.2f / %.2f" % (min(qd, 2), min(qd, 3)))
             else:
                 row.append("1.00 / 1.00")
             rows.append(row)
@@ -1039,8 +1055,10 @@ def main():
     head.append("- repetitions: %s; fio runs of %s s after a %s s ramp (1 s at QD >= 32 on "
                 "emulated disks), `ioengine=nbd` over a unix socket, `time_based`, "
                 "`norandommap`, `randrepeat=0`, `iomem_align=4096`; default chunk %s; "
-                "nbdkit with its default 16 threads per connection, no filters"
-                % (f.get("reps"), f.get("runtime"), f.get("ramp"), f.get("chunk")))
+                "nbdkit with %s threads (at least the deepest queue: the plugin serves one "
+                "request per thread), no filters"
+                % (f.get("reps"), f.get("runtime"), f.get("ramp"), f.get("chunk"),
+                   f.get("nbdkit threads", "16")))
     head.append("- **the baseline, \"one member\"**: nbdraid `level=0` over that one "
                 "member, served and measured exactly as the arrays (same plugin, same "
                 "options, same NBD path), in the same run; the calibration below shows "

@@ -20,18 +20,19 @@ study_qdsize() {
 		for q in ${!qds}; do pats="$pats randread:$b:$q"; done
 	done
 	run_grid qdsize "$medium" "1disk 0x2" "$pats"
-	confirm_lowest "$medium"
+	confirm_low "$medium"
 }
 
-# confirm_lowest MEDIUM: the lowest cell of a grid of noisy cells is biased
+# confirm_low MEDIUM: the lowest cells of a grid of noisy cells are biased
 # low (the minimum of many estimates: one 1.5 s tmpfs run varies by
-# +-10 %).  When it is under the goal (0.97), measure that one cell again,
+# +-10 %).  Every cell under the goal (0.97) is measured again,
 # independently, with longer runs and more repetitions (study
-# "qdsize-confirm"); the report shows both and judges on the second.
-confirm_lowest() {
-	local medium=$1 low pat r
-	read -r low pat < <(awk -F, -v m="$medium" '
-		$1 == "qdsize" && $2 == m && $26 == 0 { v[$8 SUBSEP $4 SUBSEP $3] = $13; pats[$8]; reps[$3] }
+# "qdsize-confirm"); the report shows both and judges the goal on the
+# worst of the re-measured cells and the cells not re-measured.
+confirm_low() {
+	local medium=$1 pats save_reps=$REPS save_rt=$RT
+	pats=$(awk -F, -v m="$medium" '
+		$1 == "qdsize" && $2 == m && $26 == 0 && $13 != "NA" { v[$8 SUBSEP $4 SUBSEP $3] = $13; pats[$8]; reps[$3] }
 		END {
 			for (p in pats) {
 				n = 0
@@ -42,16 +43,13 @@ confirm_lowest() {
 				if (!n) continue
 				for (i = 2; i <= n; i++) for (j = i; j > 1 && x[j-1] > x[j]; j--) { t = x[j]; x[j] = x[j-1]; x[j-1] = t }
 				med = n % 2 ? x[(n + 1) / 2] : (x[n / 2] + x[n / 2 + 1]) / 2
-				if (best == "" || med < best) { best = med; bp = p }
+				if (med < 0.97) printf "%s ", p
 			}
-			if (best != "") print best, bp
 		}' "$CSV")
-	[ -n "${pat:-}" ] || return 0
-	awk -v l="$low" 'BEGIN { exit !(l < 0.97) }' || return 0
-	log "qdsize $medium: lowest cell $pat at $low, measured again"
-	local save_reps=$REPS save_rt=$RT
+	[ -n "$pats" ] || return 0
+	log "qdsize $medium: cells under 0.97, measured again: $pats"
 	REPS=$([ "$QUICK" = 1 ] && echo 5 || echo 9)
 	RT=$([ "$QUICK" = 1 ] && echo 2 || echo 3)
-	run_grid qdsize-confirm "$medium" "1disk 0x2" "$pat"
+	run_grid qdsize-confirm "$medium" "1disk 0x2" "$pats"
 	REPS=$save_reps RT=$save_rt
 }
