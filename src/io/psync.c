@@ -1,7 +1,7 @@
 /*
  * psync.c: the reference backend: pread/pwrite loops, fdatasync, fallocate
  * and the block-device ioctls, one request after another on the calling
- * thread.  It is the fastest path where the kernel would only punt an
+ * thread (a vectored request is one preadv2/pwritev2).  It is the fastest path where the kernel would only punt an
  * io_uring request to a worker thread anyway (tmpfs), and the fallback the
  * uring backend uses for what io_uring cannot do (BLKDISCARD, fallocate
  * modes a filesystem refuses).
@@ -22,17 +22,20 @@
 #include "io.h"
 #include "member.h"
 
+/* One buffer or a vectored request's segments: the same loop. */
 static int
 psync_rw(struct io_req *r)
 {
 	while (r->done < r->len) {
-		struct iovec iov = { (char *)r->buf + r->done, r->len - r->done };
+		struct iovec one = { (char *)r->buf + r->done, r->len - r->done };
+		const struct iovec *iov = r->nr_iov ? r->iov : &one;
+		int cnt = r->nr_iov ? r->nr_iov : 1;
 		ssize_t n;
 
 		if (r->op == IO_READ) {
-			n = preadv2(r->m->fd, &iov, 1, r->off + r->done, 0);
+			n = preadv2(r->m->fd, iov, cnt, r->off + r->done, 0);
 		} else {
-			n = pwritev2(r->m->fd, &iov, 1, r->off + r->done,
+			n = pwritev2(r->m->fd, iov, cnt, r->off + r->done,
 				     (r->flags & IO_FUA) ? RWF_DSYNC : 0);
 		}
 		if (n < 0 && errno == EINTR) {
@@ -44,7 +47,7 @@ psync_rw(struct io_req *r)
 		if (n == 0) {
 			return -EIO; /* end of member: it shrank under us */
 		}
-		r->done += n;
+		io_req_advance(r, n);
 	}
 	return 0;
 }

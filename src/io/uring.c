@@ -8,7 +8,8 @@
  * SINGLE_ISSUER).  No ring exists before nbdkit forks.  A batch queues an
  * SQE per request (user_data = the io_req), submits, and reaps until every
  * request is done; a batch larger than the ring is fed in as slots free up.
- * A short read or write is requeued for the rest.  What io_uring cannot do
+ * A short read or write is requeued for the rest (a vectored one from the
+ * segment where it stopped: io_req_advance).  What io_uring cannot do
  * (BLKDISCARD; fallocate modes a filesystem refuses) runs through psync.c,
  * and so does a batch of one request, which has nothing to overlap with.
  *
@@ -91,12 +92,22 @@ prep(struct io_uring_sqe *sqe, struct io_req *r)
 
 	switch (r->op) {
 	case IO_READ:
-		io_uring_prep_read(sqe, fd, (char *)r->buf + r->done,
-				   r->len - r->done, r->off + r->done);
+		if (r->nr_iov) {
+			io_uring_prep_readv(sqe, fd, r->iov, r->nr_iov,
+					    r->off + r->done);
+		} else {
+			io_uring_prep_read(sqe, fd, (char *)r->buf + r->done,
+					   r->len - r->done, r->off + r->done);
+		}
 		break;
 	case IO_WRITE:
-		io_uring_prep_write(sqe, fd, (char *)r->buf + r->done,
-				    r->len - r->done, r->off + r->done);
+		if (r->nr_iov) {
+			io_uring_prep_writev(sqe, fd, r->iov, r->nr_iov,
+					     r->off + r->done);
+		} else {
+			io_uring_prep_write(sqe, fd, (char *)r->buf + r->done,
+					    r->len - r->done, r->off + r->done);
+		}
 		if (r->flags & IO_FUA) {
 			sqe->rw_flags = RWF_DSYNC;
 		}
@@ -142,7 +153,7 @@ complete(struct io_req *r, int res)
 		r->res = -EIO; /* end of member */
 		return true;
 	}
-	r->done += res;
+	io_req_advance(r, res);
 	r->res = 0;
 	return r->done == r->len;
 }

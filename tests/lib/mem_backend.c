@@ -1,4 +1,6 @@
 /* mem_backend.c: in-memory fault-injecting members (see mem_backend.h). */
+#undef NDEBUG
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -13,6 +15,53 @@ mem_of(struct raid_member *m)
 	return m->priv;
 }
 
+/* Copy a request's data to (read) or from (write) member offset r->off. */
+static void
+mem_copy(struct mem_member *mm, struct io_req *r)
+{
+	struct iovec one = { r->buf, r->len };
+	const struct iovec *iov = r->nr_iov ? r->iov : &one;
+	unsigned cnt = r->nr_iov ? r->nr_iov : 1;
+	uint64_t at = r->off;
+
+	for (unsigned i = 0; i < cnt; i++) {
+		if (r->op == IO_READ) {
+			memcpy(iov[i].iov_base, mm->data + at, iov[i].iov_len);
+		} else {
+			memcpy(mm->data + at, iov[i].iov_base, iov[i].iov_len);
+		}
+		at += iov[i].iov_len;
+	}
+	assert(at == r->off + r->len);
+}
+
+/*
+ * What the kernel refuses with EINVAL: more segments than one readv takes,
+ * and, on a member that asks for O_DIRECT alignment (mem_align/io_align
+ * set by the test), an offset, length, buffer or segment not aligned.
+ */
+static bool
+mem_refuses(const struct io_req *r)
+{
+	struct iovec one = { r->buf, r->len };
+	const struct iovec *iov = r->nr_iov ? r->iov : &one;
+	unsigned cnt = r->nr_iov ? r->nr_iov : 1;
+	uint64_t ma = r->m->mem_align, ia = r->m->io_align;
+
+	if (r->op != IO_READ && r->op != IO_WRITE) {
+		return false;
+	}
+	if (r->nr_iov > IO_MAX_IOV || (r->off | r->len) % ia) {
+		return true;
+	}
+	for (unsigned i = 0; i < cnt; i++) {
+		if ((uintptr_t)iov[i].iov_base % ma || iov[i].iov_len % ia) {
+			return true;
+		}
+	}
+	return false;
+}
+
 static int
 mem_one(struct io_req *r)
 {
@@ -23,18 +72,23 @@ mem_one(struct io_req *r)
 	}
 	mm->ops++;
 	mm->count[r->op]++;
+	mm->vectored += r->nr_iov > 0;
+	mm->segments += r->nr_iov;
 	if (mm->fail_always || (mm->fail_at && mm->ops == mm->fail_at)) {
 		return -mm->fail_errno;
+	}
+	if (mem_refuses(r)) {
+		return -EINVAL;
 	}
 	if (r->op != IO_FLUSH && (r->off > mm->size || r->len > mm->size - r->off)) {
 		return -EIO;
 	}
 	switch (r->op) {
 	case IO_READ:
-		memcpy(r->buf, mm->data + r->off, r->len);
+		mem_copy(mm, r);
 		break;
 	case IO_WRITE:
-		memcpy(mm->data + r->off, r->buf, r->len);
+		mem_copy(mm, r);
 		mm->fua_writes += !!(r->flags & IO_FUA);
 		break;
 	case IO_TRIM:

@@ -2,7 +2,11 @@
  * mem_backend.h: in-memory members behind struct io_backend, for unit tests
  * without files, root or io_uring.  Each member can be told to fail its
  * n-th request (or every request) with a chosen errno; every request is
- * counted by op, and the flags of writes are recorded.
+ * counted by op (a vectored one once, whatever its segments), and the flags
+ * of writes and the iovec segments of vectored requests are recorded.  Like
+ * the kernel, a member refuses (EINVAL) a request of more than IO_MAX_IOV
+ * segments and, when the test sets its mem_align/io_align, any buffer,
+ * segment, offset or length O_DIRECT would refuse.
  */
 #ifndef MEM_BACKEND_H
 #define MEM_BACKEND_H
@@ -18,6 +22,8 @@ struct mem_member {
 	unsigned ops;          /* requests seen */
 	unsigned count[8];     /* requests seen, by enum io_op */
 	unsigned fua_writes;   /* writes that carried IO_FUA */
+	unsigned vectored;     /* requests that carried an iovec list */
+	unsigned segments;     /* iovec segments seen, all requests */
 	unsigned fail_at;      /* fail the fail_at-th request (1-based); 0 never */
 	bool fail_always;
 	int fail_errno;        /* positive errno */
