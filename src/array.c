@@ -12,6 +12,18 @@
  * returns when all of it has completed.  So one client request is one
  * io_uring submit, whatever its size, and the level code never does I/O.
  *
+ * The batch merges a member I/O into that member's last request when it
+ * continues it on the member (same op and flags, next offset).  In memory
+ * it may not: RAID 0 over n members puts a member's next chunk n chunks
+ * further on in the client's buffer.  Then the request becomes vectored,
+ * one segment per buffer (preadv/readv), as md's block layer makes one
+ * request of several bio segments; a 1M read at a 4K chunk is one member
+ * I/O per member, not 128.  A request stops growing at IO_MAX_IOV segments
+ * or UINT32_MAX bytes, or where a segment would break O_DIRECT alignment
+ * (each segment's buffer and length, not only the whole).  Segments are
+ * kept as indices while the batch fills (its arrays may move) and laid out
+ * as each request's iovec slice when it runs.
+ *
  * O_DIRECT members need aligned buffers, offsets and lengths.  nbdkit's
  * buffers are not aligned, so such requests go through a per-thread
  * aligned bounce buffer (io/bounce.c); an unaligned write reads and patches
@@ -40,13 +52,23 @@ static const char *const op_names[] = {
 
 /* ---- the per-thread batch ---------------------------------------------- */
 
+void
+batch_fini(struct raid_batch *b)
+{
+	free(b->reqs);
+	free(b->segs);
+	free(b->iov);
+	b->reqs = NULL;
+	b->segs = NULL;
+	b->iov = NULL;
+	b->nr = b->cap = b->nr_segs = b->segs_cap = 0;
+}
+
 static void
 batch_free(void *p)
 {
-	struct raid_batch *b = p;
-
-	free(b->reqs);
-	free(b);
+	batch_fini(p);
+	free(p);
 }
 
 static struct tls_key batch_key = TLS_KEY_INIT(batch_free);
@@ -73,29 +95,142 @@ void
 batch_reset(struct raid_batch *b)
 {
 	b->nr = 0;
+	b->nr_segs = 0;
 	memset(b->last, 0xff, sizeof(b->last));
 }
 
+/*
+ * How a member I/O joins the member's last request:
+ *   MERGE_EXTEND   it continues it on the member and in memory (or has no
+ *                  memory: flush, trim, zero): the request grows;
+ *   MERGE_SEGMENT  it continues it on the member only: one more segment;
+ *   MERGE_NONE     a request of its own.
+ */
+enum merge { MERGE_NONE, MERGE_EXTEND, MERGE_SEGMENT };
+
+/*
+ * O_DIRECT checks every segment's buffer and length, not only the whole
+ * request's (buffered members align to 1: always true).
+ */
 static bool
-mergeable(const struct io_req *r, int op, unsigned flags, const void *buf,
-	  uint64_t off)
+seg_aligned(const struct raid_member *m, const void *buf, uint64_t len)
 {
-	if (r->op != op || r->flags != flags || r->off + r->len != off) {
-		return false;
+	return IS_ALIGNED((uintptr_t)buf, m->mem_align) &&
+	       IS_ALIGNED(len, m->io_align);
+}
+
+static enum merge
+merge_kind(const struct raid_batch *b, const struct raid_member *m, int op,
+	   unsigned flags, const void *buf, uint64_t len, uint64_t off)
+{
+	int last = b->last[m->role];
+	const struct io_req *r;
+	const struct batch_seg *tail;
+
+	if (last < 0) {
+		return MERGE_NONE;
 	}
-	return !buf || (const char *)r->buf + r->len == (const char *)buf;
+	r = &b->reqs[last];
+	if (r->op != op || r->flags != flags || r->off + r->len != off ||
+	    r->len + len > UINT32_MAX) {
+		return MERGE_NONE;
+	}
+	if (!buf) {
+		return MERGE_EXTEND;
+	}
+	if (!r->nr_iov) {
+		if ((const char *)r->buf + r->len == (const char *)buf) {
+			return MERGE_EXTEND;
+		}
+		if (!seg_aligned(m, r->buf, r->len)) {
+			return MERGE_NONE; /* it would become a segment too */
+		}
+		return seg_aligned(m, buf, len) ? MERGE_SEGMENT : MERGE_NONE;
+	}
+	tail = &b->segs[b->last_seg[m->role]];
+	if ((const char *)tail->buf + tail->len == (const char *)buf) {
+		/* The last segment grows: it must stay aligned. */
+		return IS_ALIGNED(len, m->io_align) ? MERGE_EXTEND : MERGE_NONE;
+	}
+	if (r->nr_iov == IO_MAX_IOV || !seg_aligned(m, buf, len)) {
+		return MERGE_NONE;
+	}
+	return MERGE_SEGMENT;
+}
+
+bool
+batch_extends(const struct raid_batch *b, const struct raid_member *m,
+	      int op, unsigned flags, const void *buf, uint64_t len,
+	      uint64_t off)
+{
+	return merge_kind(b, m, op, flags, buf, len, off) == MERGE_EXTEND;
+}
+
+/* Room for two more segments (and as many iovecs, for batch_run). */
+static int
+batch_grow_segs(struct raid_batch *b)
+{
+	unsigned cap = b->segs_cap ? b->segs_cap * 2 : 64;
+	struct batch_seg *s;
+	struct iovec *v;
+
+	if (b->nr_segs + 2 <= b->segs_cap) {
+		return 0;
+	}
+	s = realloc(b->segs, cap * sizeof(*s));
+	if (!s) {
+		return -ENOMEM;
+	}
+	b->segs = s;
+	v = realloc(b->iov, cap * sizeof(*v));
+	if (!v) {
+		return -ENOMEM;
+	}
+	b->iov = v;
+	b->segs_cap = cap;
+	return 0;
+}
+
+/* Add buf as a segment of member `role`'s last request, vectoring it. */
+static int
+batch_add_seg(struct raid_batch *b, unsigned role, void *buf, uint64_t len)
+{
+	unsigned ri = b->last[role];
+	struct io_req *r = &b->reqs[ri];
+
+	if (batch_grow_segs(b) < 0) {
+		return -ENOMEM;
+	}
+	if (!r->nr_iov) {
+		/* Its one buffer becomes its first segment. */
+		b->segs[b->nr_segs++] =
+			(struct batch_seg){ r->buf, r->len, ri };
+		r->buf = NULL;
+		r->nr_iov = 1;
+	}
+	b->last_seg[role] = b->nr_segs;
+	b->segs[b->nr_segs++] = (struct batch_seg){ buf, len, ri };
+	r->nr_iov++;
+	r->len += len;
+	return 0;
 }
 
 int
 batch_add(struct raid_batch *b, struct raid_member *m, int op,
 	  unsigned flags, void *buf, uint64_t len, uint64_t off)
 {
+	enum merge how = merge_kind(b, m, op, flags, buf, len, off);
 	struct io_req *r;
-	int last = b->last[m->role];
 
-	if (last >= 0 && mergeable(&b->reqs[last], op, flags, buf, off) &&
-	    b->reqs[last].len + len <= UINT32_MAX) {
-		b->reqs[last].len += len;
+	if (how == MERGE_SEGMENT) {
+		return batch_add_seg(b, m->role, buf, len);
+	}
+	if (how == MERGE_EXTEND) {
+		r = &b->reqs[b->last[m->role]];
+		r->len += len;
+		if (r->nr_iov) {
+			b->segs[b->last_seg[m->role]].len += len;
+		}
 		return 0;
 	}
 	if (b->nr == b->cap) {
@@ -114,6 +249,37 @@ batch_add(struct raid_batch *b, struct raid_member *m, int op,
 	atomic_fetch_add_explicit(&m->inflight, 1, memory_order_relaxed);
 	b->last[m->role] = b->nr++;
 	return 0;
+}
+
+/*
+ * Give each vectored request its slice of b->iov, its segments in the
+ * order queued (which is member order: each continues the last).  Only
+ * now are pointers taken: reqs, segs and iov may move while filling.
+ */
+static void
+batch_build_iov(struct raid_batch *b)
+{
+	unsigned k = 0;
+
+	if (!b->nr_segs) {
+		return;
+	}
+	for (unsigned i = 0; i < b->nr; i++) {
+		struct io_req *r = &b->reqs[i];
+
+		if (r->nr_iov) {
+			r->iov = b->iov + k;
+			k += r->nr_iov;
+			r->nr_iov = 0; /* counted again as filled below */
+		}
+	}
+	for (unsigned i = 0; i < b->nr_segs; i++) {
+		const struct batch_seg *sg = &b->segs[i];
+		struct io_req *r = &b->reqs[sg->req];
+
+		r->iov[r->nr_iov++] = (struct iovec){ sg->buf, sg->len };
+	}
+	b->nr_segs = 0; /* laid out: a second run must not do it again */
 }
 
 static void
@@ -143,6 +309,7 @@ batch_run(struct raid_batch *b)
 	unsigned i = 0, j;
 	int r, first = 0;
 
+	batch_build_iov(b);
 	while (i < b->nr) {
 		be = b->reqs[i].m->be;
 		for (j = i + 1; j < b->nr && b->reqs[j].m->be == be; j++) {

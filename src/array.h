@@ -42,19 +42,48 @@ struct raid_array {
 	struct stripe_locks stripe_locks; /* RAID 5 (stripe_lock.h) */
 };
 
+/*
+ * One buffer of a vectored request while the batch is filled: the owner is
+ * an index (reqs may move when it grows); batch_run() turns each vectored
+ * request's segments, in the order queued, into its slice of iov.
+ */
+struct batch_seg {
+	void *buf;
+	uint64_t len;
+	unsigned req;               /* index in reqs */
+};
+
 /* The member I/O of one request; one per thread, reused. */
 struct raid_batch {
 	struct io_req *reqs;
 	unsigned nr, cap;
+	struct batch_seg *segs;     /* segments of the vectored reqs */
+	struct iovec *iov;          /* as many as segs can hold: run() fills */
+	unsigned nr_segs, segs_cap;
 	int last[RAID_MAX_MEMBERS]; /* index of each member's last req, -1 */
+	int last_seg[RAID_MAX_MEMBERS]; /* its last segment, if vectored */
 };
 
 /*
  * Queue one member I/O, merging it into that member's previous request when
- * it continues it (contiguous on the member and, for data, in the buffer).
+ * it continues it on the member (same op and flags, next member offset):
+ * its buffer extends the request when it also continues it in memory, or
+ * becomes one more segment of a vectored request (readv/writev) when not.
+ * Limits: IO_MAX_IOV segments and UINT32_MAX bytes per request, and every
+ * segment of an O_DIRECT member aligned as the member needs; past them, a
+ * new request.
  */
 int batch_add(struct raid_batch *b, struct raid_member *m, int op,
 	      unsigned flags, void *buf, uint64_t len, uint64_t off);
+/*
+ * Would batch_add() grow m's last request with this, continuing it on the
+ * member and in memory (not as a new segment)?
+ */
+bool batch_extends(const struct raid_batch *b, const struct raid_member *m,
+		   int op, unsigned flags, const void *buf, uint64_t len,
+		   uint64_t off);
+/* Free a batch's storage (one not from the thread's: raid_check). */
+void batch_fini(struct raid_batch *b);
 
 /* Run the batch: returns when all of it has completed (0 or -errno). */
 int batch_run(struct raid_batch *b);

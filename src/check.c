@@ -42,7 +42,7 @@ read_places(struct raid_array *a, const struct raid_loc *locs, unsigned n,
 	if (r == 0) {
 		r = batch_run(&b);
 	}
-	free(b.reqs);
+	batch_fini(&b);
 	return r;
 }
 

@@ -14,6 +14,12 @@
  *     pays one access per run instead of one per request;
  *  3. any other piece goes to the copy whose member has the fewest I/Os in
  *     flight (SPDK raid1's rule).  Ties go to the first copy.
+ * Rule 1 asks for continuity in the client's buffer too: it steers only
+ * pieces that extend a member I/O.  A piece that rules 2 or 3 send to a
+ * member where it continues the last read but not in the buffer (RAID 10
+ * n2 over 4: the pair's next chunk is two chunks on) is merged into it as
+ * one more segment of a vectored read (array.c batch_add).  Letting rule 1
+ * steer such pieces too would change which copy serves a read.
  */
 #include <stddef.h>
 
@@ -47,19 +53,16 @@ layout_no_name(const struct raid_geom *g, char *buf, size_t len)
 	}
 }
 
-/* Does `off` on member m continue the batch's last read of m? */
+/*
+ * Does `off` on member m continue the batch's last read of m, on the
+ * member and in the buffer?  (A piece that continues it on the member only
+ * still merges, as a segment, where rules 2 and 3 send it there.)
+ */
 static bool
-continues(const struct raid_batch *b, unsigned member, uint64_t off,
-	  const void *buf)
+continues(const struct raid_batch *b, const struct raid_member *m,
+	  uint64_t off, const struct raid_piece *p)
 {
-	const struct io_req *r;
-
-	if (b->last[member] < 0) {
-		return false;
-	}
-	r = &b->reqs[b->last[member]];
-	return r->op == IO_READ && r->off + r->len == off &&
-	       (const char *)r->buf + r->len == (const char *)buf;
+	return batch_extends(b, m, IO_READ, 0, p->buf, p->len, off);
 }
 
 static unsigned
@@ -80,7 +83,7 @@ pick_copy(struct raid_array *a, const struct raid_batch *b,
 		uint64_t off = array_member_offset(a, &locs[i], p->in_chunk);
 		unsigned load;
 
-		if (continues(b, locs[i].member, off, p->buf)) {
+		if (continues(b, m, off, p)) {
 			return i;
 		}
 		if (stream == n &&

@@ -432,6 +432,344 @@ test_array_sequential_mirror_read_is_one_member_io(void **state)
 	free_array(&f);
 }
 
+static void
+fill_random(uint8_t *p, uint64_t len)
+{
+	for (uint64_t j = 0; j < len; j++) {
+		p[j] = t_rand(256);
+	}
+}
+
+/* Zero every member's request counters. */
+static void
+reset_counts(struct fixture *f)
+{
+	for (unsigned i = 0; i < f->n; i++) {
+		struct mem_member *mm = mem_of(&f->m[i]);
+
+		mm->ops = mm->vectored = mm->segments = 0;
+		memset(mm->count, 0, sizeof(mm->count));
+	}
+}
+
+/*
+ * RAID 0 at a 4K chunk: a 1M read or write puts a member's chunks 2 (or 4)
+ * chunks apart in the client's buffer but back to back on the member, so
+ * it is one vectored member I/O per member (it was one per chunk), at
+ * chunk-aligned and unaligned offsets, and the bytes are the model's.
+ */
+static void
+test_array_striped_1m_is_one_member_io_each(void **state)
+{
+	static const unsigned widths[] = { 2, 4 };
+	static uint8_t buf[1u << 20], got[1u << 20];
+
+	(void)state;
+	for (unsigned w = 0; w < 2; w++) {
+		unsigned n = widths[w];
+		struct fixture f;
+		uint8_t *model;
+		uint64_t offs[5];
+
+		assert_int_equal(make_array(&f, 0, NULL, n, (1u << 20) / n * 2), 0);
+		model = calloc(1, f.a->size);
+		offs[0] = 0;
+		offs[1] = 100;
+		offs[2] = 3 * CHUNK + 7;
+		offs[3] = CHUNK;
+		offs[4] = f.a->size - sizeof(buf);
+		for (unsigned i = 0; i < 5; i++) {
+			fill_random(buf, sizeof(buf));
+			reset_counts(&f);
+			assert_int_equal(raid_pwrite(f.a, buf, sizeof(buf),
+						     offs[i], 0), 0);
+			memcpy(model + offs[i], buf, sizeof(buf));
+			for (unsigned m = 0; m < n; m++) {
+				assert_int_equal(mem_of(&f.m[m])->count[IO_WRITE], 1);
+				assert_int_equal(mem_of(&f.m[m])->vectored, 1);
+			}
+			reset_counts(&f);
+			assert_int_equal(raid_pread(f.a, got, sizeof(got),
+						    offs[i], 0), 0);
+			assert_memory_equal(got, model + offs[i], sizeof(got));
+			for (unsigned m = 0; m < n; m++) {
+				assert_int_equal(mem_of(&f.m[m])->count[IO_READ], 1);
+			}
+		}
+		check_members(&f, model);
+		free(model);
+		free_array(&f);
+	}
+}
+
+/* A failing vectored member I/O fails the request and names its range. */
+static void
+test_array_vectored_error_propagates(void **state)
+{
+	struct fixture f;
+	static uint8_t buf[64 * CHUNK], got[64 * CHUNK];
+
+	(void)state;
+	assert_int_equal(make_array(&f, 0, NULL, 2, 64 * CHUNK), 0);
+	fill_random(buf, sizeof(buf));
+	mem_of(&f.m[1])->fail_at = 1;
+	last_error[0] = '\0';
+	assert_int_equal(raid_pwrite(f.a, buf, sizeof(buf), 0, 0), -EIO);
+	assert_non_null(strstr(last_error, "member 1 (mem1): write at 0+131072"));
+	/* The other member's vectored write completed, all of it. */
+	assert_int_equal(mem_of(&f.m[0])->vectored, 1);
+	for (unsigned k = 0; k < 64; k += 2) {
+		assert_memory_equal(mem_of(&f.m[0])->data + k / 2 * CHUNK,
+				    buf + k * CHUNK, CHUNK);
+	}
+	mem_of(&f.m[0])->fail_always = true;
+	assert_int_equal(raid_pread(f.a, got, sizeof(got), 0, 0), -EIO);
+	assert_non_null(strstr(last_error, "member 0 (mem0): read at 0+131072"));
+	free_array(&f);
+}
+
+/*
+ * One readv takes at most IO_MAX_IOV segments: a member share of more
+ * chunks than that is several member I/Os, each as full as allowed.
+ */
+static void
+test_array_vector_capped_at_iov_max(void **state)
+{
+	uint64_t len = 2ull * (IO_MAX_IOV + 1) * CHUNK;
+	struct fixture f;
+	uint8_t *w = malloc(len), *r = malloc(len);
+
+	(void)state;
+	assert_int_equal(make_array(&f, 0, NULL, 2, len / 2), 0);
+	fill_random(w, len);
+	assert_int_equal(raid_pwrite(f.a, w, len, 0, 0), 0);
+	reset_counts(&f);
+	assert_int_equal(raid_pread(f.a, r, len, 0, 0), 0);
+	assert_memory_equal(r, w, len);
+	for (unsigned m = 0; m < 2; m++) {
+		struct mem_member *mm = mem_of(&f.m[m]);
+
+		/* IO_MAX_IOV chunks in one, the last chunk alone. */
+		assert_int_equal(mm->count[IO_READ], 2);
+		assert_int_equal(mm->vectored, 1);
+		assert_int_equal(mm->segments, IO_MAX_IOV);
+	}
+	free(w);
+	free(r);
+	free_array(&f);
+}
+
+/*
+ * O_DIRECT members need every segment aligned, not only the whole: a
+ * piece whose buffer or length is not aligned for the member starts a
+ * request of its own instead of becoming a segment (mem_align 8 and
+ * io_align 512 here, as statx might say).
+ */
+static void
+test_array_unaligned_segment_is_not_merged(void **state)
+{
+	static uint8_t mem[65536] __attribute__((aligned(4096)));
+	struct raid_member *m = mem_members_create(1, 65536);
+	struct raid_batch b = { 0 };
+
+	(void)state;
+	m->mem_align = 8;
+	m->io_align = 512;
+	batch_reset(&b);
+	assert_int_equal(batch_add(&b, m, IO_READ, 0, mem, 512, 0), 0);
+	/* Buffer not 8-aligned: a request of its own. */
+	assert_int_equal(batch_add(&b, m, IO_READ, 0, mem + 1028, 512, 512), 0);
+	assert_int_equal(b.nr, 2);
+	/* Would vector a misaligned first segment: own request. */
+	assert_int_equal(batch_add(&b, m, IO_READ, 0, mem + 4096, 512, 1024), 0);
+	assert_int_equal(b.nr, 3);
+	/* Length not 512-aligned: own request... */
+	assert_int_equal(batch_add(&b, m, IO_READ, 0, mem + 8192, 256, 1536), 0);
+	assert_int_equal(b.nr, 4);
+	/* ...which still grows in one buffer, as before vectors... */
+	assert_int_equal(batch_add(&b, m, IO_READ, 0, mem + 8448, 256, 1792), 0);
+	assert_int_equal(b.nr, 4);
+	assert_int_equal(b.reqs[3].len, 512);
+	/* ...and, aligned now, takes an aligned segment. */
+	assert_int_equal(batch_add(&b, m, IO_READ, 0, mem + 12288, 512, 2048), 0);
+	assert_int_equal(b.nr, 4);
+	assert_int_equal(b.reqs[3].nr_iov, 2);
+	/* A segment may not grow by an unaligned length. */
+	assert_int_equal(batch_add(&b, m, IO_READ, 0, mem + 12800, 100, 2560), 0);
+	assert_int_equal(b.nr, 5);
+	/* Aligned: every segment reaches the member as it was queued. */
+	batch_reset(&b);
+	memset(mem, 0, sizeof(mem));
+	fill_random(mem_of(m)->data, 65536);
+	assert_int_equal(batch_add(&b, m, IO_READ, 0, mem + 4096, 1024, 512), 0);
+	assert_int_equal(batch_add(&b, m, IO_READ, 0, mem, 512, 1536), 0);
+	assert_int_equal(batch_add(&b, m, IO_READ, 0, mem + 512, 512, 2048), 0);
+	assert_int_equal(b.nr, 1);
+	assert_int_equal(b.reqs[0].nr_iov, 2);
+	assert_int_equal(batch_run(&b), 0);
+	assert_memory_equal(mem + 4096, mem_of(m)->data + 512, 1024);
+	assert_memory_equal(mem, mem_of(m)->data + 1536, 1024);
+	batch_fini(&b);
+	mem_members_free(m, 1);
+}
+
+/*
+ * Many members' requests and segments interleaved, past every initial
+ * capacity (reqs, segments, iovecs all reallocated while filling): each
+ * vectored request still gets its own segments, in order.  Reads and
+ * writes, checked against the members' bytes.
+ */
+static void
+test_array_batch_vectors_survive_growth(void **state)
+{
+	enum { NM = 4, MSIZE = 1 << 20, STEPS = 3000 };
+	struct raid_member *m = mem_members_create(NM, MSIZE);
+	struct raid_batch b = { 0 };
+	uint64_t next[NM];
+	static uint8_t mem[STEPS * 512];
+	struct { unsigned m; uint64_t off, len; uint8_t *buf; } io[STEPS];
+
+	(void)state;
+	for (unsigned op = IO_READ; op <= IO_WRITE; op++) {
+		uint8_t *at = mem;
+		unsigned nreq_max = 0;
+
+		batch_reset(&b);
+		for (unsigned i = 0; i < NM; i++) {
+			fill_random(mem_of(&m[i])->data, MSIZE);
+			next[i] = t_rand(4096); /* ascending: no overlap */
+		}
+		fill_random(mem, sizeof(mem));
+		for (unsigned s = 0; s < STEPS; s++) {
+			unsigned k = t_rand(NM);
+			uint64_t len = 1 + t_rand(300);
+
+			if (t_rand(8) == 0) {
+				next[k] += 1 + t_rand(999); /* a new request */
+			}
+			/* Every other buffer skips a gap: a new segment. */
+			at += t_rand(2) * 7;
+			io[s].m = k;
+			io[s].off = next[k];
+			io[s].len = len;
+			io[s].buf = at;
+			assert_int_equal(batch_add(&b, &m[k], op, 0, at, len,
+						   next[k]), 0);
+			at += len;
+			next[k] += len;
+		}
+		assert_true(b.nr > 64 && b.nr < STEPS);
+		for (unsigned i = 0; i < b.nr; i++) {
+			nreq_max = MAX(nreq_max, b.reqs[i].nr_iov);
+		}
+		assert_true(nreq_max > 2);
+		assert_int_equal(batch_run(&b), 0);
+		for (unsigned s = 0; s < STEPS; s++) {
+			const uint8_t *d = mem_of(&m[io[s].m])->data + io[s].off;
+
+			assert_memory_equal(io[s].buf, d, io[s].len);
+		}
+	}
+	batch_fini(&b);
+	mem_members_free(m, NM);
+}
+
+/*
+ * Big requests (up to 60 chunks) on every level: vectored member I/O,
+ * mirrors' read balancing and RAID 5's per-stripe pieces stay byte-exact.
+ */
+static void
+random_big_ops(int level, const char *layout, unsigned n)
+{
+	struct fixture f;
+	uint8_t *model, *buf;
+	uint64_t size;
+	unsigned vectored = 0;
+
+	assert_int_equal(make_array(&f, level, layout, n, 96 * CHUNK), 0);
+	size = f.a->size;
+	model = calloc(1, size);
+	buf = malloc(size + 1);
+	for (unsigned i = 0; i < 120; i++) {
+		uint64_t off = t_rand(size);
+		uint64_t len = 1 + t_rand(MIN(size - off, 60 * CHUNK));
+		uint8_t *p = buf + t_rand(2);
+		unsigned op = t_rand(8);
+
+		if (t_rand(2)) {
+			off = ROUND_DOWN(off, CHUNK);
+			len = MIN(ROUND_UP(len, CHUNK), size - off);
+		}
+		if (op < 4) {
+			fill_random(p, len);
+			assert_int_equal(raid_pwrite(f.a, p, len, off,
+						     op == 0 ? RAID_FUA : 0), 0);
+			memcpy(model + off, p, len);
+		} else if (op == 4) {
+			assert_int_equal(raid_zero(f.a, len, off, 0), 0);
+			memset(model + off, 0, len);
+		} else {
+			assert_int_equal(raid_pread(f.a, p, len, off, 0), 0);
+			assert_memory_equal(p, model + off, len);
+		}
+	}
+	assert_int_equal(raid_pread(f.a, buf, size, 0, 0), 0);
+	assert_memory_equal(buf, model, size);
+	check_members(&f, model);
+	for (unsigned i = 0; i < n; i++) {
+		vectored += mem_of(&f.m[i])->vectored;
+	}
+	if (level != 1) {
+		assert_true(vectored > 0);
+	}
+	free(model);
+	free(buf);
+	free_array(&f);
+}
+
+static void
+test_array_big_requests_every_level(void **state)
+{
+	(void)state;
+	random_big_ops(0, NULL, 2);
+	random_big_ops(0, NULL, 3);
+	random_big_ops(0, NULL, 4);
+	random_big_ops(1, NULL, 2);
+	random_big_ops(10, "n2", 4);
+	random_big_ops(10, "n2", 3);
+	random_big_ops(10, "f2", 4);
+	random_big_ops(10, "o2", 3);
+	random_big_ops(5, "left-symmetric", 4);
+	random_big_ops(5, "right-asymmetric", 3);
+}
+
+/*
+ * RAID 10 n2 over 4: a read's even chunks live on members 0/1 and its odd
+ * chunks on 2/3, back to back on each.  Read balancing picks the copies as
+ * before (the first chunk on one copy, the rest, its member busy, on the
+ * other), and what each member gets is one member I/O, not one per chunk.
+ */
+static void
+test_array_raid10_read_is_one_io_per_member(void **state)
+{
+	struct fixture f;
+	static uint8_t w[32 * CHUNK], r[32 * CHUNK];
+
+	(void)state;
+	assert_int_equal(make_array(&f, 10, "n2", 4, 32 * CHUNK), 0);
+	fill_random(w, sizeof(w));
+	assert_int_equal(raid_pwrite(f.a, w, sizeof(w), 0, 0), 0);
+	reset_counts(&f);
+	assert_int_equal(raid_pread(f.a, r, sizeof(r), 0, 0), 0);
+	assert_memory_equal(r, w, sizeof(r));
+	for (unsigned i = 0; i < 4; i++) {
+		assert_int_equal(mem_of(&f.m[i])->count[IO_READ], 1);
+	}
+	/* Chunks 2, 4 .. 30 on member 1 (rows 1..15): one readv. */
+	assert_int_equal(mem_of(&f.m[1])->segments, 15);
+	free_array(&f);
+}
+
 /* Reads go to the copy with the fewest I/Os in flight. */
 static void
 test_array_read_balances_to_least_busy_copy(void **state)
@@ -572,6 +910,13 @@ main(void)
 		cmocka_unit_test(test_array_fua_and_flush_reach_every_member),
 		cmocka_unit_test(test_array_trim_fua_flushes_touched_members),
 		cmocka_unit_test(test_array_sequential_mirror_read_is_one_member_io),
+		cmocka_unit_test(test_array_striped_1m_is_one_member_io_each),
+		cmocka_unit_test(test_array_vectored_error_propagates),
+		cmocka_unit_test(test_array_vector_capped_at_iov_max),
+		cmocka_unit_test(test_array_unaligned_segment_is_not_merged),
+		cmocka_unit_test(test_array_batch_vectors_survive_growth),
+		cmocka_unit_test(test_array_big_requests_every_level),
+		cmocka_unit_test(test_array_raid10_read_is_one_io_per_member),
 		cmocka_unit_test(test_array_read_balances_to_least_busy_copy),
 		cmocka_unit_test(test_array_stream_read_runs_on_idle_copy),
 		cmocka_unit_test(test_array_refuses_out_of_range),
