@@ -159,11 +159,11 @@ merge_kind(const struct raid_batch *b, const struct raid_member *m, int op,
 }
 
 bool
-batch_extends(const struct raid_batch *b, const struct raid_member *m,
-	      int op, unsigned flags, const void *buf, uint64_t len,
-	      uint64_t off)
+batch_merges(const struct raid_batch *b, const struct raid_member *m,
+	     int op, unsigned flags, const void *buf, uint64_t len,
+	     uint64_t off)
 {
-	return merge_kind(b, m, op, flags, buf, len, off) == MERGE_EXTEND;
+	return merge_kind(b, m, op, flags, buf, len, off) != MERGE_NONE;
 }
 
 /* Room for two more segments (and as many iovecs, for batch_run). */

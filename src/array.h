@@ -76,12 +76,12 @@ struct raid_batch {
 int batch_add(struct raid_batch *b, struct raid_member *m, int op,
 	      unsigned flags, void *buf, uint64_t len, uint64_t off);
 /*
- * Would batch_add() grow m's last request with this, continuing it on the
- * member and in memory (not as a new segment)?
+ * Would batch_add() merge this into m's last request (extending it, or as
+ * one more segment)?
  */
-bool batch_extends(const struct raid_batch *b, const struct raid_member *m,
-		   int op, unsigned flags, const void *buf, uint64_t len,
-		   uint64_t off);
+bool batch_merges(const struct raid_batch *b, const struct raid_member *m,
+		  int op, unsigned flags, const void *buf, uint64_t len,
+		  uint64_t off);
 /* Free a batch's storage (one not from the thread's: raid_check). */
 void batch_fini(struct raid_batch *b);
 

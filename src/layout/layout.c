@@ -4,7 +4,9 @@
  *
  * Read balancing, for each piece (one chunk's worth of a read):
  *  1. a piece continuing this request's previous piece on some copy's
- *     member stays there: the two merge into one member I/O;
+ *     member stays there: the two merge into one member I/O (one buffer,
+ *     or a vectored read when the buffers are apart: RAID 10 n2 over 4
+ *     finds a pair's next chunk two chunks on in the client's buffer);
  *  2. a piece continuing the last read issued to some copy's member (an
  *     earlier request: a sequential stream) stays there too (md's
  *     next_seq_sect), unless that member is busy and another copy's member
@@ -14,12 +16,6 @@
  *     pays one access per run instead of one per request;
  *  3. any other piece goes to the copy whose member has the fewest I/Os in
  *     flight (SPDK raid1's rule).  Ties go to the first copy.
- * Rule 1 asks for continuity in the client's buffer too: it steers only
- * pieces that extend a member I/O.  A piece that rules 2 or 3 send to a
- * member where it continues the last read but not in the buffer (RAID 10
- * n2 over 4: the pair's next chunk is two chunks on) is merged into it as
- * one more segment of a vectored read (array.c batch_add).  Letting rule 1
- * steer such pieces too would change which copy serves a read.
  */
 #include <stddef.h>
 
@@ -53,16 +49,12 @@ layout_no_name(const struct raid_geom *g, char *buf, size_t len)
 	}
 }
 
-/*
- * Does `off` on member m continue the batch's last read of m, on the
- * member and in the buffer?  (A piece that continues it on the member only
- * still merges, as a segment, where rules 2 and 3 send it there.)
- */
+/* Would the piece at `off` on m merge into the batch's last read of m? */
 static bool
 continues(const struct raid_batch *b, const struct raid_member *m,
 	  uint64_t off, const struct raid_piece *p)
 {
-	return batch_extends(b, m, IO_READ, 0, p->buf, p->len, off);
+	return batch_merges(b, m, IO_READ, 0, p->buf, p->len, off);
 }
 
 static unsigned

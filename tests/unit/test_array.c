@@ -745,12 +745,12 @@ test_array_big_requests_every_level(void **state)
 
 /*
  * RAID 10 n2 over 4: a read's even chunks live on members 0/1 and its odd
- * chunks on 2/3, back to back on each.  Read balancing picks the copies as
- * before (the first chunk on one copy, the rest, its member busy, on the
- * other), and what each member gets is one member I/O, not one per chunk.
+ * chunks on 2/3, back to back on each member.  Each pair's share stays on
+ * one copy (rule 1: it merges) and is one vectored member I/O; the other
+ * copy of each pair is left free for another request.
  */
 static void
-test_array_raid10_read_is_one_io_per_member(void **state)
+test_array_raid10_read_is_one_io_per_pair(void **state)
 {
 	struct fixture f;
 	static uint8_t w[32 * CHUNK], r[32 * CHUNK];
@@ -762,11 +762,21 @@ test_array_raid10_read_is_one_io_per_member(void **state)
 	reset_counts(&f);
 	assert_int_equal(raid_pread(f.a, r, sizeof(r), 0, 0), 0);
 	assert_memory_equal(r, w, sizeof(r));
-	for (unsigned i = 0; i < 4; i++) {
-		assert_int_equal(mem_of(&f.m[i])->count[IO_READ], 1);
-	}
-	/* Chunks 2, 4 .. 30 on member 1 (rows 1..15): one readv. */
-	assert_int_equal(mem_of(&f.m[1])->segments, 15);
+	/* Chunks 0, 2 .. 30 on member 0, 1 .. 31 on member 2: a readv each. */
+	assert_int_equal(mem_of(&f.m[0])->count[IO_READ], 1);
+	assert_int_equal(mem_of(&f.m[1])->count[IO_READ], 0);
+	assert_int_equal(mem_of(&f.m[2])->count[IO_READ], 1);
+	assert_int_equal(mem_of(&f.m[3])->count[IO_READ], 0);
+	assert_int_equal(mem_of(&f.m[0])->segments, 16);
+	assert_int_equal(mem_of(&f.m[2])->segments, 16);
+	/* The pair's other copy serves the next read while member 0 is busy. */
+	atomic_store(&f.m[0].inflight, 1);
+	atomic_store(&f.m[2].inflight, 1);
+	reset_counts(&f);
+	assert_int_equal(raid_pread(f.a, r, 2 * CHUNK, 0, 0), 0);
+	assert_memory_equal(r, w, 2 * CHUNK);
+	assert_int_equal(mem_of(&f.m[1])->count[IO_READ], 1);
+	assert_int_equal(mem_of(&f.m[3])->count[IO_READ], 1);
 	free_array(&f);
 }
 
@@ -916,7 +926,7 @@ main(void)
 		cmocka_unit_test(test_array_unaligned_segment_is_not_merged),
 		cmocka_unit_test(test_array_batch_vectors_survive_growth),
 		cmocka_unit_test(test_array_big_requests_every_level),
-		cmocka_unit_test(test_array_raid10_read_is_one_io_per_member),
+		cmocka_unit_test(test_array_raid10_read_is_one_io_per_pair),
 		cmocka_unit_test(test_array_read_balances_to_least_busy_copy),
 		cmocka_unit_test(test_array_stream_read_runs_on_idle_copy),
 		cmocka_unit_test(test_array_refuses_out_of_range),
