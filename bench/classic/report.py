@@ -261,14 +261,16 @@ def fmt_ratio(r, bold=False, rng=True):
 
 
 def busy_pct(study, medium, cfg, pat):
-    """Median share of the members' time spent serving (emulated disks)."""
+    """Median share of the members' time spent serving (emulated disks).
+    The counters cover the whole fio process (connecting, ramp, run), so
+    the time is the run's wall clock, not runtime + ramp."""
     c = cell(study, medium, cfg, pat)
     vals = []
     for r in c.values():
-        busy, rt, ramp = fnum(r["m_busy_s"]), fnum(r.get("runtime_s")), fnum(r.get("ramp_s"))
+        busy, wall = fnum(r["m_busy_s"]), fnum(r.get("wall_s"))
         n = int(r["members"])
-        if busy and rt:
-            vals.append(100 * busy / ((rt + (ramp or 0)) * n))
+        if busy and wall:
+            vals.append(100 * busy / (wall * n))
     return med(vals)
 
 
@@ -452,19 +454,23 @@ def section_calibration(lines):
     notes = []
     f1 = val.get(("file", "read:1M:8"))
     if f1 and f1[0]:
-        notes.append("- The file plugin's 1M reads fall short because nbdkit's "
-                     "request buffers are not page aligned: 1M spans 257 pages, "
-                     "more than one FUSE request carries (256), so each 1M read "
-                     "reaches the disk as two requests and the second one waits "
-                     "behind others.  nbdraid opens the members `direct=true`, "
-                     "whose bounce buffers are aligned; every other row of the "
-                     "two NBD baselines agrees.")
+        notes.append("- The file plugin's 1M transfers at QD8 (reads and writes) fall "
+                     "short because nbdkit's request buffers are not page aligned: "
+                     "1M spans 257 pages, more than one FUSE request carries (256), "
+                     "so each 1M transfer reaches the disk as two requests and the "
+                     "second one waits behind others.  nbdraid opens the members "
+                     "`direct=true`, whose bounce buffers are aligned.  In the rows "
+                     "below 1M the two NBD baselines agree.")
     fl = val.get(("filters", "read:64k:8"))
     if fl and fl[0]:
         notes.append("- The filter recipe charges its delay on every request, "
                      "sequential or not: 64K sequential reads run at one request "
                      "per delay (%.0f MB/s), where a disk streams at its "
-                     "bandwidth.  That is why the studies use fusedisk." % fl[1])
+                     "bandwidth.  And its rate filter (`burstiness=0.1`, as in "
+                     "PERF-ANCHORS) refills its bucket during the delay, so a "
+                     "large random request costs about the larger of the delay "
+                     "and the transfer, not their sum (1M random reads above the "
+                     "model).  That is why the studies use fusedisk." % fl[1])
     lines += notes
     lines.append("")
 
@@ -1062,7 +1068,8 @@ def main():
     head.append("- **the baseline, \"one member\"**: nbdraid `level=0` over that one "
                 "member, served and measured exactly as the arrays (same plugin, same "
                 "options, same NBD path), in the same run; the calibration below shows "
-                "that nbdkit's file plugin over the same member agrees with it")
+                "that nbdkit's file plugin over the same member agrees with it below "
+                "1M transfers (at 1M its unaligned buffers cost it, see there)")
     head.append("- order: all the configurations of a study are served at once; for "
                 "each repetition and pattern they run back to back (in reverse order on "
                 "even repetitions), so the runs a ratio compares are seconds apart")
