@@ -262,17 +262,18 @@ def fmt_ratio(r, bold=False, rng=True):
 
 def busy_pct(study, medium, cfg, pat):
     """Median share of the members' time spent serving (emulated disks).
-    The counters cover the whole fio process (connecting, ramp, run), so
-    the time is the run's wall clock, not runtime + ramp."""
+    Approximate: the counters span the whole fio process, a little more
+    than runtime + ramp (connecting, the last completions), so a saturated
+    member can show a few per cent over 100 (clamped where shown); the
+    wall clock would overstate idleness instead (fio's start-up)."""
     c = cell(study, medium, cfg, pat)
     vals = []
     for r in c.values():
-        busy, wall = fnum(r["m_busy_s"]), fnum(r.get("wall_s"))
+        busy, rt, ramp = fnum(r["m_busy_s"]), fnum(r.get("runtime_s")), fnum(r.get("ramp_s"))
         n = int(r["members"])
-        if busy and wall:
-            vals.append(100 * busy / (wall * n))
+        if busy and rt:
+            vals.append(100 * busy / ((rt + (ramp or 0)) * n))
     return med(vals)
-
 
 def seek_share(study, medium, cfg, pat):
     """Share of the members' I/Os that paid the full access time."""
