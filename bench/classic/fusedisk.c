@@ -49,15 +49,23 @@
  * requests), or, single-threaded (-s), idles the disk for a round trip
  * after every request (89 % busy for 1M reads at QD8); the delay filter
  * charges its delay on sequential requests too; and the NBD hop costs CPU.
- * Here the protocol is spoken directly (linux/fuse.h, no libfuse), so the
- * open reply can allow parallel direct writes (FOPEN_PARALLEL_DIRECT_WRITES,
- * which libfuse 3.14 cannot set) and every request reaches the queue at
- * once.  FOPEN_DIRECT_IO: no page cache, whatever flags the member is
- * opened with.
+ * Why not libfuse 3.14 (Debian 12)?  Its low-level API could carry this
+ * loop (fuse_session_fd, deferred fuse_reply_*, max_write), but it cannot
+ * set FOPEN_PARALLEL_DIRECT_WRITES in the open reply (fuse_file_info has
+ * no such bit before 3.15): without it the kernel holds the inode lock
+ * across each direct write, so writes reach the disk one at a time and a
+ * QD8 write stream never queues at the disk.  The protocol is small
+ * enough to speak directly (linux/fuse.h): INIT, LOOKUP, GETATTR, OPEN,
+ * READ, WRITE, FSYNC, FLUSH, RELEASE and a few no-ops.  FOPEN_DIRECT_IO:
+ * no page cache, whatever flags the member is opened with.
  *
- * --stats FILE: ST_N little-endian uint64 counters (the enum below),
- * updated as requests complete; the benchmark reads them before and after
- * each run (member I/Os per client request, busy time, seeks).
+ * --stats FILE: ST_N little-endian uint64 counters (the enum below): the
+ * request counts as requests complete, seeks, busy and wait time when a
+ * head takes a request; the benchmark reads them before and after each run
+ * (member I/Os per client request, busy time, seeks).
+ *
+ * --exit-with-parent: unmount and exit when the process that started
+ * fusedisk dies (bench/run killed without its cleanup).
  *
  * Build: cc -O2 -o fusedisk fusedisk.c   (linux/fuse.h from linux-libc-dev)
  */
@@ -69,12 +77,14 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <sys/uio.h>
@@ -432,8 +442,14 @@ handle(const char *buf, size_t n)
 	const struct fuse_in_header *ih = (const void *)buf;
 	const void *arg = buf + sizeof(*ih);
 
-	if (n < sizeof(*ih) || ih->len != n) {
+	if (n < sizeof(*ih)) {
 		fprintf(stderr, "fusedisk: short request (%zu bytes)\n", n);
+		return;
+	}
+	if (ih->len != n) {
+		fprintf(stderr, "fusedisk: request %u says %u bytes, read %zu\n",
+			ih->opcode, ih->len, n);
+		reply(ih->unique, -EIO, NULL, 0); /* never leave a caller hanging */
 		return;
 	}
 	switch (ih->opcode) {
@@ -549,7 +565,8 @@ usage(int rc)
 {
 	fprintf(rc ? stderr : stdout,
 		"usage: fusedisk [--size SIZE] [--access TIME] [--mbps N] [--slots N]\n"
-		"                [--seq 0|1] [--stats FILE] [--pidfile FILE] MOUNTPOINT\n"
+		"                [--seq 0|1] [--stats FILE] [--pidfile FILE]\n"
+		"                [--exit-with-parent] MOUNTPOINT\n"
 		"  an emulated disk as the file MOUNTPOINT/disk (see the source)\n"
 		"  defaults: --size 1G --access 5ms --mbps 100 --slots 1 --seq 1\n");
 	exit(rc);
@@ -563,6 +580,9 @@ main(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_signal };
 	struct pollfd pfd[2];
 	size_t slen = ST_N * sizeof(uint64_t);
+	sigset_t stop_sigs, wait_mask;
+	pid_t parent = getppid();
+	bool with_parent = false;
 	ssize_t n;
 	int i;
 
@@ -576,6 +596,9 @@ main(int argc, char **argv)
 				usage(1);
 			}
 			mountpoint = a;
+			continue;
+		} else if (!strcmp(a, "--exit-with-parent")) {
+			with_parent = true;
 			continue;
 		}
 		if (!v) {
@@ -656,10 +679,23 @@ main(int argc, char **argv)
 	if (timer_fd < 0) {
 		die("timerfd_create: %m");
 	}
+	/* Signals stay blocked except inside ppoll: one that arrives between
+	 * the test of `stop` and the wait cannot be missed. */
+	sigemptyset(&stop_sigs);
+	sigaddset(&stop_sigs, SIGTERM);
+	sigaddset(&stop_sigs, SIGINT);
+	sigaddset(&stop_sigs, SIGHUP);
+	sigprocmask(SIG_BLOCK, &stop_sigs, &wait_mask);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	if (with_parent) {
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() != parent) {
+			stop = 1; /* it died before prctl */
+		}
+	}
 	if (pidfile) {
 		FILE *f = fopen(pidfile, "w");
 
@@ -671,7 +707,7 @@ main(int argc, char **argv)
 	pfd[0] = (struct pollfd){ .fd = fuse_fd, .events = POLLIN };
 	pfd[1] = (struct pollfd){ .fd = timer_fd, .events = POLLIN };
 	while (!stop) {
-		if (poll(pfd, 2, -1) < 0) {
+		if (ppoll(pfd, 2, NULL, &wait_mask) < 0) {
 			if (errno == EINTR) {
 				continue;
 			}

@@ -39,6 +39,15 @@ cl_init() {
 	# (sun_path is 108 bytes).
 	RUN=$(mktemp -d /tmp/nbdraid-classic.XXXXXX) || die "mktemp failed"
 	SHM=/dev/shm/nbdraid-classic.$$
+	# Members left by a run that was killed outright (SIGKILL: no
+	# cleanup): named by its pid, removed once that pid is gone.
+	local f p
+	for f in /dev/shm/nbdraid-classic.*.m*.img; do
+		[ -e "$f" ] || continue
+		p=${f#/dev/shm/nbdraid-classic.}
+		p=${p%%.*}
+		kill -0 "$p" 2>/dev/null || rm -f "$f"
+	done
 	CSV=$OUT/results.csv
 	COUNTS=$OUT/counts.csv
 	CALIB=$OUT/calibration.csv
@@ -60,18 +69,9 @@ cl_init() {
 	echo "study,medium,config,pattern,client_ios,client_reads,client_writes,m_reads,m_writes,m_rbytes,m_wbytes" >"$COUNTS"
 }
 
-# Stop one process we started, if it is still the one we think (its comm).
-cl_stop_pid() {
-	local p=$1 comm=$2 i
-	[ -n "$p" ] && kill -0 "$p" 2>/dev/null || return 0
-	[ "$(cat "/proc/$p/comm" 2>/dev/null)" = "$comm" ] || return 0
-	kill "$p" 2>/dev/null
-	for i in $(seq 50); do
-		kill -0 "$p" 2>/dev/null || return 0
-		sleep 0.1
-	done
-	kill -9 "$p" 2>/dev/null
-}
+# Stop one process we started, if it is still the one we think (its comm):
+# bench/lib.sh's stop_pid.
+cl_stop_pid() { stop_pid "$@"; }
 
 cl_cleanup() {
 	local p m
@@ -103,15 +103,16 @@ wait_file() {
 # start_disks: the pool of emulated disks, DISKS[0..3] (files) and
 # DSTATS[0..3] (their counters).  Lives for the whole run.
 start_disks() {
-	local i mnt pidf life=$((4 * 3600))
+	local i mnt pidf
 	DISKS=() DSTATS=()
 	for i in $(seq 0 $((NMEMBERS - 1))); do
 		mnt=$RUN/d$i.mnt pidf=$RUN/d$i.pid
 		mkdir -p "$mnt"
-		timeout "$life" "$FUSEDISK" --size "$DISK_SIZE" --access "$DISK_ACCESS" \
+		# --exit-with-parent: if bench/run dies without its cleanup, the
+		# disks unmount themselves (no wrapper between: we are the parent).
+		"$FUSEDISK" --exit-with-parent --size "$DISK_SIZE" --access "$DISK_ACCESS" \
 			--mbps "$DISK_MBPS" --slots "$DISK_SLOTS" --stats "$RUN/d$i.stats" \
 			--pidfile "$pidf" "$mnt" >>"$OUT/logs/fusedisk-$i.log" 2>&1 &
-		WRAPPERS+=($!)
 		wait_file "$pidf" 10 || die "emulated disk $i did not start (log: $OUT/logs/fusedisk-$i.log)"
 		DISKPIDS+=("$(cat "$pidf")")
 		MOUNTS+=("$mnt")
