@@ -10,8 +10,11 @@ flight, the next offset issued as any request completes.  Figures are
 throughput over one disk's bandwidth.  No NBD round trip, no CPU: an upper
 bound for the measured figures in bench/run's study 4.
 
-    /usr/bin/python3 bench/classic/mirror-sim.py
+    /usr/bin/python3 bench/classic/mirror-sim.py [--access-ms 5] [--mbps 100]
+
+prints a markdown table (bench/run's report embeds it, with the run's disk).
 """
+import argparse
 import heapq
 
 ACCESS_MS = 5.0
@@ -86,6 +89,12 @@ def regions(n):
 
 
 if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description="mirror read rules, simulated")
+    ap.add_argument("--access-ms", type=float, default=5.0)
+    ap.add_argument("--mbps", type=float, default=100.0)
+    args = ap.parse_args()
+    ACCESS_MS = args.access_ms
+    BYTES_PER_MS = args.mbps * 1e6 / 1000
     rules = [("fewest in flight", least_busy), ("md affinity", md_affinity),
              ("regions of 4M", regions(4)), ("regions of 8M", regions(8)),
              ("regions of 16M", regions(16)), ("nbdraid", nbdraid)]

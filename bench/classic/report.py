@@ -28,6 +28,7 @@ import sys
 
 OUT = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else sys.exit(__doc__)
 CHARTS = os.path.join(OUT, "charts")
+HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(CHARTS, "src")
 
 STUDIES = ["scaling", "chunk", "qdsize", "raid1", "parity"]
@@ -885,6 +886,19 @@ plot %s
 
 # --- study 4: RAID 1 ---------------------------------------------------------
 
+def mirror_sim():
+    """mirror-sim.py's table for this run's disk, or None."""
+    try:
+        access_ms = to_seconds(FACTS.get("disk access", "5ms")) * 1000
+        out = subprocess.run([sys.executable, os.path.join(HERE, "mirror-sim.py"),
+                              "--access-ms", str(access_ms),
+                              "--mbps", FACTS.get("disk mbps", "100")],
+                             capture_output=True, text=True, timeout=120)
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
 def section_raid1(lines):
     st = "raid1"
     lines.append("## 4. RAID 1: faster reads, slower writes?\n")
@@ -897,16 +911,21 @@ def section_raid1(lines):
                  "+172 %, 4K reads faster only with many threads, writes 20 % "
                  "to 63 % slower.  md keeps a single sequential reader on one disk "
                  "(1.00x).  On a spindle, 2x on one sequential stream needs each copy "
-                 "to read long contiguous runs of it: each run costs one access time "
-                 "(5 ms against 10 ms per 1M transfer), and the runs are about as long "
-                 "as the client's queue, so the figure rises with the queue depth "
-                 "(`bench/classic/mirror-sim.py` simulates this disk model and rule "
-                 "without NBD: 1.35x at QD2, 1.79x at QD4, 1.92x at QD8, 1.97x at QD16; "
-                 "md's rule gives 1.00x at every depth, fixed 8M regions 1.89x at "
-                 "QD8).  At QD1 there is one request at "
-                 "a time and one copy serves it (ideal 1.00).  "
+                 "to read long contiguous runs of it: each run costs one access time, "
+                 "and the runs are about as long as the client's queue, so the figure "
+                 "rises with the queue depth.  At QD1 there is one request at a time "
+                 "and one copy serves it (ideal 1.00).  "
                  "**Goals: reads at QD >= 2 at least 1.9x of one "
                  "member for 2 copies; writes at least 0.9x.**\n")
+    sim = mirror_sim()
+    if sim:
+        lines.append("What a two-way mirror can give one stream of 1M sequential reads "
+                     "on this run's emulated disk, by queue depth, under six read "
+                     "rules, simulated without NBD or CPU (`bench/classic/mirror-sim.py`; "
+                     "an upper bound for the measured figures; *nbdraid* is "
+                     "src/layout/layout.c's rule):\n")
+        lines.append(sim)
+        lines.append("")
     csv_rows = []
     for medium in media_of(st):
         pats = patterns_of(st, medium)
