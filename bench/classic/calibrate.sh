@@ -69,7 +69,7 @@ calibrate() {
 			cal_run filters "$pat" --ioengine=io_uring --direct=1 --filename="$mnt/disk"
 		done
 		umount "$mnt" 2>/dev/null || umount -l "$mnt"
-		cl_stop_pid "$fpid" nbdfuse
+		stop_pid "$fpid" nbdfuse
 	else
 		log "nbdfuse did not start (see $OUT/logs/nbdfuse.log): no filter-recipe rows"
 	fi

@@ -69,20 +69,16 @@ cl_init() {
 	echo "study,medium,config,pattern,client_ios,client_reads,client_writes,m_reads,m_writes,m_rbytes,m_wbytes" >"$COUNTS"
 }
 
-# Stop one process we started, if it is still the one we think (its comm):
-# bench/lib.sh's stop_pid.
-cl_stop_pid() { stop_pid "$@"; }
-
 cl_cleanup() {
 	local p m
 	trap - EXIT
-	for p in "${SRVPIDS[@]}"; do cl_stop_pid "$p" nbdkit; done
+	for p in "${SRVPIDS[@]}"; do stop_pid "$p" nbdkit; done
 	# Unmounting makes fusedisk (and nbdfuse) exit on their own.
 	for m in "${MOUNTS[@]}"; do
 		mountpoint -q "$m" && { umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null; }
 	done
-	for p in "${DISKPIDS[@]}"; do cl_stop_pid "$p" fusedisk; cl_stop_pid "$p" nbdfuse; done
-	for p in "${WRAPPERS[@]}"; do cl_stop_pid "$p" timeout; done
+	for p in "${DISKPIDS[@]}"; do stop_pid "$p" fusedisk; stop_pid "$p" nbdfuse; done
+	for p in "${WRAPPERS[@]}"; do stop_pid "$p" timeout; done
 	rm -f "${SHMFILES[@]}"
 	rm -rf --one-file-system "$RUN"
 	[ -n "${OUT:-}" ] && echo "bench/run: results in $OUT" >&2
@@ -168,7 +164,7 @@ start_server() {
 # quickly over a full run: a stale pid must never be signalled at exit).
 stop_server() {
 	local p keep=()
-	cl_stop_pid "$SRVPID" nbdkit
+	stop_pid "$SRVPID" nbdkit
 	wait "$SRVPID" 2>/dev/null
 	for p in "${SRVPIDS[@]}"; do [ "$p" != "$SRVPID" ] && keep+=("$p"); done
 	SRVPIDS=("${keep[@]}")
