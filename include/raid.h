@@ -36,7 +36,7 @@ struct raid_info {
 	uint64_t size;           /* array bytes */
 	int level;
 	unsigned nr_members;
-	uint64_t chunk;
+	uint64_t chunk_bytes;
 	uint32_t min_block;      /* smallest I/O that needs no read-modify-write */
 	uint32_t preferred_block;/* one full stripe (a power of two) */
 	uint32_t max_block;
@@ -76,12 +76,19 @@ int raid_extents(struct raid_array *a, uint32_t count, uint64_t offset,
  * check.  Reads only.  A unit is a stripe (RAID 5) or a logical chunk.
  */
 #define RAID_CHECK_LIST 16
+enum raid_check_unit {
+	RAID_CHECK_NONE,         /* no redundancy: nothing checked */
+	RAID_CHECK_STRIPE,       /* parity: a stripe row of every member */
+	RAID_CHECK_CHUNK,        /* copies: a logical chunk's places */
+};
 struct raid_check_result {
+	enum raid_check_unit unit;
 	uint64_t units;          /* stripes or chunks checked */
 	uint64_t mismatched;     /* of those, how many disagree */
 	uint64_t first[RAID_CHECK_LIST]; /* the first mismatched units */
-	const char *unit;        /* "stripe", "chunk" or "none" */
 };
+/* "none", "stripe", "chunk": the unit's name in messages and JSON. */
+const char *raid_check_unit_name(enum raid_check_unit unit);
 int raid_check(struct raid_array *a, struct raid_check_result *res);
 
 /* Where the bytes of one array offset live: copies of (member, offset). */

@@ -22,13 +22,6 @@
 #define RAID_MAX_CHUNK (16u << 20)
 #define RAID_DEFAULT_CHUNK (512u << 10)
 
-/* Where a key's value came from; used to name both sides of a conflict. */
-enum raid_config_source {
-	RAID_SRC_UNSET = 0,
-	RAID_SRC_CMDLINE,
-	RAID_SRC_FILE,
-};
-
 /* How member I/O is issued (see docs/design.md, "io="). */
 enum raid_io_mode {
 	RAID_IO_AUTO = 0, /* io_uring, except where it only adds a hop */
@@ -36,32 +29,32 @@ enum raid_io_mode {
 	RAID_IO_PSYNC,
 };
 
+/* The parser's own bookkeeping: where each key came from (config.c). */
+struct raid_config_sources;
+
 struct raid_config {
-	int level;          /* 0, 1, 5, 10; -1 until set */
-	char *layout;       /* RAID10: n2, f2, o2, ...; NULL = default */
-	uint64_t chunk;     /* bytes, power of two */
-	bool direct;        /* open members O_DIRECT */
+	int level;            /* 0, 1, 5, 10; -1 until set */
+	char *layout;         /* RAID10: n2, f2, o2, ...; NULL = default */
+	uint64_t chunk_bytes; /* power of two */
+	bool direct;          /* open members O_DIRECT */
 	enum raid_io_mode io;
 	uint64_t data_offset; /* metadata=none: where array data starts */
 	uint64_t member_size; /* bytes of each member from data_offset; 0 = all */
-	bool read_only;     /* open members O_RDONLY (nbdraid check) */
-	char *metadata;     /* "none" */
-	char **members;     /* absolute paths, role order */
+	bool read_only;       /* open members O_RDONLY (nbdraid check) */
+	char *metadata;       /* "none" */
+	char **members;       /* absolute paths, role order */
 	unsigned nr_members;
-
-	/* Provenance, for conflict messages: one entry per option-table row. */
-	enum raid_config_source src[16];
-	char *file;         /* the config file, if one was loaded */
-	enum raid_config_source cur; /* source of the keys being set now */
+	struct raid_config_sources *sources; /* NULL until a key is set */
 };
 
 void raid_config_init(struct raid_config *c);
 void raid_config_free(struct raid_config *c);
 
 /*
- * Set one key from the current source (c->cur).  Relative member paths are
- * kept as given on the command line (the plugin makes them absolute first)
- * and taken relative to the config file's folder when read from a file.
+ * Set one key from the command line (or, inside raid_config_load, from the
+ * file).  Relative member paths are kept as given on the command line (the
+ * plugin makes them absolute first) and taken relative to the config
+ * file's folder when read from a file.
  */
 int raid_config_set(struct raid_config *c, const char *key, const char *value);
 
@@ -77,7 +70,10 @@ int raid_parse_size(const char *str, uint64_t *out);
 /* Parse a boolean the way nbdkit_parse_bool does (1/true/yes/on ...). */
 int raid_parse_bool(const char *str, bool *out);
 
-/* One line per option, for nbdkit's config_help and `nbdraid --help`. */
-extern const char raid_config_help[];
+/*
+ * One line per option (more where its text wraps), from the option table:
+ * nbdkit's config_help and `nbdraid --help`.
+ */
+const char *raid_config_help(void);
 
 #endif

@@ -35,6 +35,19 @@ nbdraid_log(enum raid_log_level lvl, const char *fmt, va_list ap)
 	}
 }
 
+static struct nbdkit_plugin plugin;
+
+/*
+ * The help text comes from the option table at run time.  nbdkit copies
+ * the plugin table when it registers the module, before .load, so it is
+ * filled in when the module is loaded.
+ */
+__attribute__((constructor)) static void
+nbdraid_help_init(void)
+{
+	plugin.config_help = raid_config_help();
+}
+
 static void
 nbdraid_load(void)
 {
@@ -83,7 +96,7 @@ nbdraid_get_ready(void)
 	raid_get_info(array, &info);
 	nbdkit_debug("raid%d: %u members, chunk %llu, layout '%s', %llu bytes",
 		     info.level, info.nr_members,
-		     (unsigned long long)info.chunk, info.layout,
+		     (unsigned long long)info.chunk_bytes, info.layout,
 		     (unsigned long long)info.size);
 	return 0;
 }
@@ -249,7 +262,7 @@ static struct nbdkit_plugin plugin = {
 	.unload             = nbdraid_unload,
 	.config             = nbdraid_config,
 	.config_complete    = nbdraid_config_complete,
-	.config_help        = raid_config_help,
+	.config_help        = NULL, /* nbdraid_help_init */
 	.magic_config_key   = NULL,
 	.get_ready          = nbdraid_get_ready,
 	.open               = nbdraid_open,

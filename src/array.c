@@ -6,353 +6,62 @@
  * (same file twice, a member smaller than a chunk, a geometry the level
  * rejects) and fixes the geometry: member chunks = smallest member / chunk.
  *
- * A request is cut at chunk boundaries; each piece is handed to the level's
- * read or write op (layout/), which appends member I/O to this thread's
- * batch; the batch then goes to the members' backend in one call, which
- * returns when all of it has completed.  So one client request is one
- * io_uring submit, whatever its size, and the level code never does I/O.
- *
- * The batch merges a member I/O into that member's last request when it
- * continues it on the member (same op and flags, next offset).  In memory
- * it may not: RAID 0 over n members puts a member's next chunk n chunks
- * further on in the client's buffer.  Then the request becomes vectored,
- * one segment per buffer (preadv/readv), as md's block layer makes one
- * request of several bio segments; a 1M read at a 4K chunk is one member
- * I/O per member, not 128.  A request stops growing at IO_MAX_IOV segments
- * or UINT32_MAX bytes, or where a segment would break O_DIRECT alignment
- * (each segment's buffer and length, not only the whole).  Segments are
- * kept as indices while the batch fills (its arrays may move) and laid out
- * as each request's iovec slice when it runs.
+ * A request is cut into pieces: reads at chunk boundaries, writes, trims
+ * and zeros at chunk boundaries too, or at stripe boundaries for parity
+ * levels.  Each piece goes to the level's read or write op (layout/),
+ * which appends member I/O to the request's batch (io/batch.h); the batch
+ * then goes to the members' backend in one call, which returns when all of
+ * it has completed.  So one client request is one io_uring submit,
+ * whatever its size, and the level code does no I/O of its own (RAID 5,
+ * which must read before it writes, runs the batch itself).
  *
  * O_DIRECT members need aligned buffers, offsets and lengths.  nbdkit's
  * buffers are not aligned, so such requests go through a per-thread
  * aligned bounce buffer (io/bounce.c); an unaligned write reads and patches
- * its edge blocks under rmw_lock (array.h).  Buffered members take the
- * client's buffer as it is.
+ * its edge blocks holding them exclusive in write_lock (array.h).
+ * Buffered members take the client's buffer as it is.
  *
- * Trim and zero with FUA: fallocate has no FUA, so the touched members are
- * flushed after the fallocates complete (a second batch).
+ * Trim and zero reach the members in whole discard_align units: trim drops
+ * the unaligned edges (it is advisory), zero writes them.  A member whose
+ * filesystem refuses the fallocate mode that the others did is zeroed
+ * another way, so copies and stripes never disagree (batch_run_discard).
+ * With FUA, the members the request changed are flushed after it
+ * completed (fallocate has no FUA).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "array.h"
+#include "io/batch.h"
 #include "io/bounce.h"
 #include "log.h"
-#include "tls.h"
 #include "util.h"
 
-static const char *const op_names[] = {
-	[IO_READ] = "read", [IO_WRITE] = "write", [IO_FLUSH] = "flush",
-	[IO_TRIM] = "trim", [IO_ZERO] = "zero",   [IO_PUNCH] = "punch hole",
-};
-
-/* ---- the per-thread batch ---------------------------------------------- */
-
-void
-batch_fini(struct raid_batch *b)
-{
-	free(b->reqs);
-	free(b->segs);
-	free(b->iov);
-	b->reqs = NULL;
-	b->segs = NULL;
-	b->iov = NULL;
-	b->nr = b->cap = b->nr_segs = b->segs_cap = 0;
-}
-
-static void
-batch_free(void *p)
-{
-	batch_fini(p);
-	free(p);
-}
-
-static struct tls_key batch_key = TLS_KEY_INIT(batch_free);
-static _Thread_local struct raid_batch *tl_batch;
-
-static struct raid_batch *
-batch_get(void)
-{
-	struct raid_batch *b = tl_batch;
-
-	if (!b) {
-		b = calloc(1, sizeof(*b));
-		if (!b || tls_attach(&batch_key, b) < 0) {
-			free(b);
-			return NULL;
-		}
-		tl_batch = b;
-	}
-	batch_reset(b);
-	return b;
-}
-
-void
-batch_reset(struct raid_batch *b)
-{
-	b->nr = 0;
-	b->nr_segs = 0;
-	memset(b->last, 0xff, sizeof(b->last));
-}
-
-/*
- * How a member I/O joins the member's last request:
- *   MERGE_EXTEND   it continues it on the member and in memory (or has no
- *                  memory: flush, trim, zero): the request grows;
- *   MERGE_SEGMENT  it continues it on the member only: one more segment;
- *   MERGE_NONE     a request of its own.
- */
-enum merge { MERGE_NONE, MERGE_EXTEND, MERGE_SEGMENT };
-
-/*
- * O_DIRECT checks every segment's buffer and length, not only the whole
- * request's (buffered members align to 1: always true).
- */
-static bool
-seg_aligned(const struct raid_member *m, const void *buf, uint64_t len)
-{
-	return IS_ALIGNED((uintptr_t)buf, m->mem_align) &&
-	       IS_ALIGNED(len, m->io_align);
-}
-
-static enum merge
-merge_kind(const struct raid_batch *b, const struct raid_member *m, int op,
-	   unsigned flags, const void *buf, uint64_t len, uint64_t off)
-{
-	int last = b->last[m->role];
-	const struct io_req *r;
-	const struct batch_seg *tail;
-
-	if (last < 0) {
-		return MERGE_NONE;
-	}
-	r = &b->reqs[last];
-	if (r->op != op || r->flags != flags || r->off + r->len != off ||
-	    r->len + len > UINT32_MAX) {
-		return MERGE_NONE;
-	}
-	if (!buf) {
-		return MERGE_EXTEND;
-	}
-	if (!r->nr_iov) {
-		if ((const char *)r->buf + r->len == (const char *)buf) {
-			return MERGE_EXTEND;
-		}
-		if (!seg_aligned(m, r->buf, r->len)) {
-			return MERGE_NONE; /* it would become a segment too */
-		}
-		return seg_aligned(m, buf, len) ? MERGE_SEGMENT : MERGE_NONE;
-	}
-	tail = &b->segs[b->last_seg[m->role]];
-	if ((const char *)tail->buf + tail->len == (const char *)buf) {
-		/* The last segment grows: it must stay aligned. */
-		return IS_ALIGNED(len, m->io_align) ? MERGE_EXTEND : MERGE_NONE;
-	}
-	if (r->nr_iov == IO_MAX_IOV || !seg_aligned(m, buf, len)) {
-		return MERGE_NONE;
-	}
-	return MERGE_SEGMENT;
-}
-
-bool
-batch_merges(const struct raid_batch *b, const struct raid_member *m,
-	     int op, unsigned flags, const void *buf, uint64_t len,
-	     uint64_t off)
-{
-	return merge_kind(b, m, op, flags, buf, len, off) != MERGE_NONE;
-}
-
-/* Room for two more segments (and as many iovecs, for batch_run). */
-static int
-batch_grow_segs(struct raid_batch *b)
-{
-	unsigned cap = b->segs_cap ? b->segs_cap * 2 : 64;
-	struct batch_seg *s;
-	struct iovec *v;
-
-	if (b->nr_segs + 2 <= b->segs_cap) {
-		return 0;
-	}
-	s = realloc(b->segs, cap * sizeof(*s));
-	if (!s) {
-		return -ENOMEM;
-	}
-	b->segs = s;
-	v = realloc(b->iov, cap * sizeof(*v));
-	if (!v) {
-		return -ENOMEM;
-	}
-	b->iov = v;
-	b->segs_cap = cap;
-	return 0;
-}
-
-/* Add buf as a segment of member `role`'s last request, vectoring it. */
-static int
-batch_add_seg(struct raid_batch *b, unsigned role, void *buf, uint64_t len)
-{
-	unsigned ri = b->last[role];
-	struct io_req *r = &b->reqs[ri];
-
-	if (batch_grow_segs(b) < 0) {
-		return -ENOMEM;
-	}
-	if (!r->nr_iov) {
-		/* Its one buffer becomes its first segment. */
-		b->segs[b->nr_segs++] =
-			(struct batch_seg){ r->buf, r->len, ri };
-		r->buf = NULL;
-		r->nr_iov = 1;
-	}
-	b->last_seg[role] = b->nr_segs;
-	b->segs[b->nr_segs++] = (struct batch_seg){ buf, len, ri };
-	r->nr_iov++;
-	r->len += len;
-	return 0;
-}
-
-int
-batch_add(struct raid_batch *b, struct raid_member *m, int op,
-	  unsigned flags, void *buf, uint64_t len, uint64_t off)
-{
-	enum merge how = merge_kind(b, m, op, flags, buf, len, off);
-	struct io_req *r;
-
-	if (how == MERGE_SEGMENT) {
-		return batch_add_seg(b, m->role, buf, len);
-	}
-	if (how == MERGE_EXTEND) {
-		r = &b->reqs[b->last[m->role]];
-		r->len += len;
-		if (r->nr_iov) {
-			b->segs[b->last_seg[m->role]].len += len;
-		}
-		return 0;
-	}
-	if (b->nr == b->cap) {
-		unsigned cap = b->cap ? b->cap * 2 : 64;
-		struct io_req *n = realloc(b->reqs, cap * sizeof(*n));
-
-		if (!n) {
-			return -ENOMEM;
-		}
-		b->reqs = n;
-		b->cap = cap;
-	}
-	r = &b->reqs[b->nr];
-	*r = (struct io_req){ .m = m, .op = op, .flags = flags, .buf = buf,
-			      .len = len, .off = off };
-	atomic_fetch_add_explicit(&m->inflight, 1, memory_order_relaxed);
-	b->last[m->role] = b->nr++;
-	return 0;
-}
-
-/*
- * Give each vectored request its slice of b->iov, its segments in the
- * order queued (which is member order: each continues the last).  Only
- * now are pointers taken: reqs, segs and iov may move while filling.
- */
-static void
-batch_build_iov(struct raid_batch *b)
-{
-	unsigned k = 0;
-
-	if (!b->nr_segs) {
-		return;
-	}
-	for (unsigned i = 0; i < b->nr; i++) {
-		struct io_req *r = &b->reqs[i];
-
-		if (r->nr_iov) {
-			r->iov = b->iov + k;
-			k += r->nr_iov;
-			r->nr_iov = 0; /* counted again as filled below */
-		}
-	}
-	for (unsigned i = 0; i < b->nr_segs; i++) {
-		const struct batch_seg *sg = &b->segs[i];
-		struct io_req *r = &b->reqs[sg->req];
-
-		r->iov[r->nr_iov++] = (struct iovec){ sg->buf, sg->len };
-	}
-	b->nr_segs = 0; /* laid out: a second run must not do it again */
-}
-
-static void
-batch_report(const struct raid_batch *b)
-{
-	bool said[RAID_MAX_MEMBERS] = { false };
-
-	for (unsigned i = 0; i < b->nr; i++) {
-		const struct io_req *r = &b->reqs[i];
-
-		if (r->res >= 0 || said[r->m->role]) {
-			continue;
-		}
-		said[r->m->role] = true;
-		raid_error("member %u (%s): %s at %llu+%llu: %s", r->m->role,
-			   r->m->path, op_names[r->op],
-			   (unsigned long long)r->off,
-			   (unsigned long long)r->len, strerror(-r->res));
-	}
-}
-
-/* Run the batch: members sharing a backend go down in one call. */
-int
-batch_run(struct raid_batch *b)
-{
-	const struct io_backend *be;
-	unsigned i = 0, j;
-	int r, first = 0;
-
-	batch_build_iov(b);
-	while (i < b->nr) {
-		be = b->reqs[i].m->be;
-		for (j = i + 1; j < b->nr && b->reqs[j].m->be == be; j++) {
-		}
-		r = be->submit_wait(&b->reqs[i], j - i);
-		if (r < 0 && first == 0) {
-			first = r;
-		}
-		i = j;
-	}
-	for (i = 0; i < b->nr; i++) {
-		atomic_fetch_sub_explicit(&b->reqs[i].m->inflight, 1,
-					  memory_order_relaxed);
-	}
-	/* fallocate modes a member lacks are the caller's to handle. */
-	if (first < 0 && first != -EOPNOTSUPP) {
-		batch_report(b);
-	}
-	return first;
-}
+/* NBD block size limits (the protocol's, for NBD_INFO_BLOCK_SIZE). */
+#define NBD_MAX_BLOCK (32u << 20)
+#define NBD_MIN_PREFERRED 512u
 
 /* ---- the data path ----------------------------------------------------- */
 
 /*
- * Cut [off, off+count) at chunk (parity levels: stripe) boundaries into the
- * level's ops; run the batch they fill.
+ * Cut [off, off+count) into pieces of at most `piece` bytes, aligned to
+ * it, and hand them to the level's read or write op: the request's batch
+ * fills.  On error, what was queued and not run is dropped.
  */
 static int
-array_rw(struct raid_array *a, int op, uint32_t flags, void *buf,
-	 uint64_t count, uint64_t off)
+array_pieces(struct raid_array *a, struct batch *b, int op, uint32_t flags,
+	     void *buf, uint64_t count, uint64_t off, uint64_t piece)
 {
-	struct raid_batch *b = batch_get();
-	uint64_t mask = a->chunk - 1;
-	int r;
+	uint64_t mask = a->chunk_bytes - 1;
+	int r = 0;
 
-	if (!b) {
-		return -ENOMEM;
-	}
-	while (count) {
+	while (count && r == 0) {
 		struct raid_piece p = {
 			.chunk_no = off >> a->g.chunk_shift,
 			.in_chunk = off & mask,
-			.len = MIN(count, a->piece_bytes - off % a->piece_bytes),
+			.len = MIN(count, piece - off % piece),
 			.buf = buf,
 			.op = op,
 			.flags = flags,
@@ -360,14 +69,42 @@ array_rw(struct raid_array *a, int op, uint32_t flags, void *buf,
 
 		r = op == IO_READ ? a->layout->read(a, b, &p)
 				  : a->layout->write(a, b, &p);
-		if (r < 0) {
-			return r;
-		}
 		off += p.len;
 		count -= p.len;
 		buf = buf ? (char *)buf + p.len : NULL;
 	}
-	return batch_run(b);
+	if (r < 0) {
+		batch_reset(b);
+	}
+	return r;
+}
+
+static int
+array_read(struct raid_array *a, void *buf, uint64_t count, uint64_t off)
+{
+	struct batch *b = batch_begin();
+	int r;
+
+	if (!b) {
+		return -ENOMEM;
+	}
+	r = array_pieces(a, b, IO_READ, 0, buf, count, off, a->chunk_bytes);
+	return r < 0 ? r : batch_run(b);
+}
+
+static int
+array_write(struct raid_array *a, const void *buf, uint64_t count,
+	    uint64_t off, uint32_t flags)
+{
+	struct batch *b = batch_begin();
+	int r;
+
+	if (!b) {
+		return -ENOMEM;
+	}
+	r = array_pieces(a, b, IO_WRITE, flags, (void *)buf, count, off,
+			 a->write_piece_bytes);
+	return r < 0 ? r : batch_run(b);
 }
 
 static int
@@ -402,7 +139,7 @@ read_bounced(struct raid_array *a, void *buf, uint64_t count, uint64_t off)
 	if (!bb) {
 		return -ENOMEM;
 	}
-	r = array_rw(a, IO_READ, 0, bb, hi - lo, lo);
+	r = array_read(a, bb, hi - lo, lo);
 	if (r == 0) {
 		memcpy(buf, bb + (off - lo), count);
 	}
@@ -421,7 +158,7 @@ raid_pread(struct raid_array *a, void *buf, uint32_t count, uint64_t offset,
 		return r;
 	}
 	if (a->io_align == 1 || aligned_io(a, buf, count, offset)) {
-		return array_rw(a, IO_READ, 0, buf, count, offset);
+		return array_read(a, buf, count, offset);
 	}
 	return read_bounced(a, buf, count, offset);
 }
@@ -440,45 +177,69 @@ write_rmw(struct raid_array *a, const void *buf, uint64_t count,
 		return -ENOMEM;
 	}
 	if (off != lo) {
-		r = array_rw(a, IO_READ, 0, bb, al, lo);
+		r = array_read(a, bb, al, lo);
 	}
 	if (r == 0 && off + count != hi && (hi - al != lo || off == lo)) {
-		r = array_rw(a, IO_READ, 0, bb + (hi - al - lo), al, hi - al);
+		r = array_read(a, bb + (hi - al - lo), al, hi - al);
 	}
 	if (r == 0) {
 		memcpy(bb + (off - lo), buf, count);
-		r = array_rw(a, IO_WRITE, flags, bb, hi - lo, lo);
+		r = array_write(a, bb, hi - lo, lo, flags);
 	}
 	bounce_put(BOUNCE_IO);
 	return r;
 }
 
-/* Writes to O_DIRECT members: aligned ones share rmw_lock, others own it. */
+/* An aligned write to O_DIRECT members, bounced if the buffer is not. */
 static int
-write_direct(struct raid_array *a, const void *buf, uint64_t count,
-	     uint64_t off, uint32_t flags)
+write_aligned(struct raid_array *a, const void *buf, uint64_t count,
+	      uint64_t off, uint32_t flags)
 {
 	char *bb;
 	int r;
 
-	if (!IS_ALIGNED(off | count, a->io_align)) {
-		pthread_rwlock_wrlock(&a->rmw_lock);
-		r = write_rmw(a, buf, count, off, flags);
-		pthread_rwlock_unlock(&a->rmw_lock);
-		return r;
-	}
-	pthread_rwlock_rdlock(&a->rmw_lock);
 	if (IS_ALIGNED((uintptr_t)buf, a->mem_align)) {
-		r = array_rw(a, IO_WRITE, flags, (void *)buf, count, off);
-	} else if ((bb = bounce_get(BOUNCE_IO, count, a->mem_align)) != NULL) {
-		memcpy(bb, buf, count);
-		r = array_rw(a, IO_WRITE, flags, bb, count, off);
-		bounce_put(BOUNCE_IO);
-	} else {
-		r = -ENOMEM;
+		return array_write(a, buf, count, off, flags);
 	}
-	pthread_rwlock_unlock(&a->rmw_lock);
+	bb = bounce_get(BOUNCE_IO, count, a->mem_align);
+	if (!bb) {
+		return -ENOMEM;
+	}
+	memcpy(bb, buf, count);
+	r = array_write(a, bb, count, off, flags);
+	bounce_put(BOUNCE_IO);
 	return r;
+}
+
+/*
+ * Writes to O_DIRECT members: an unaligned one holds its blocks exclusive
+ * for its read-patch-write; others hold their range shared.
+ */
+static int
+write_direct(struct raid_array *a, const void *buf, uint64_t count,
+	     uint64_t off, uint32_t flags)
+{
+	bool rmw = !IS_ALIGNED(off | count, a->io_align);
+	struct range_req lk;
+	int r;
+
+	range_lock(&a->write_lock, &lk, ROUND_DOWN(off, a->io_align),
+		   ROUND_UP(off + count, a->io_align), rmw);
+	r = rmw ? write_rmw(a, buf, count, off, flags)
+		: write_aligned(a, buf, count, off, flags);
+	range_unlock(&a->write_lock, &lk);
+	return r;
+}
+
+/* A write of any shape, any buffer: the right path for the members. */
+static int
+array_write_any(struct raid_array *a, const void *buf, uint64_t count,
+		uint64_t off, uint32_t flags)
+{
+	if (a->io_align == 1) {
+		return array_write(a, buf, count, off, flags);
+	}
+	return write_direct(a, buf, count, off, flags);
 }
 
 int
@@ -493,30 +254,27 @@ raid_pwrite(struct raid_array *a, const void *buf, uint32_t count,
 	if (a->read_only) {
 		return -EROFS;
 	}
-	if (a->io_align == 1) {
-		return array_rw(a, IO_WRITE, flags, (void *)buf, count, offset);
-	}
-	return write_direct(a, buf, count, offset, flags);
+	return array_write_any(a, buf, count, offset, flags & RAID_FUA);
 }
 
-/* fdatasync every member (writable ones: the others hold nothing new). */
+/* fdatasync the members in `which` (bit per role), all at once. */
 static int
-flush_members(struct raid_array *a, const bool *which)
+flush_members(struct raid_array *a, uint64_t which)
 {
-	struct raid_batch *b = batch_get();
-	int r;
+	struct batch *b = batch_begin();
+	int r = 0;
 
 	if (!b) {
 		return -ENOMEM;
 	}
-	for (unsigned i = 0; i < a->nr_members; i++) {
-		if (a->members[i].read_only || (which && !which[i])) {
-			continue;
+	for (unsigned i = 0; i < a->nr_members && r == 0; i++) {
+		if (!a->members[i].read_only && ((which >> i) & 1)) {
+			r = batch_flush(b, &a->members[i]);
 		}
-		r = batch_add(b, &a->members[i], IO_FLUSH, 0, NULL, 0, 0);
-		if (r < 0) {
-			return r;
-		}
+	}
+	if (r < 0) {
+		batch_reset(b);
+		return r;
 	}
 	return batch_run(b);
 }
@@ -524,46 +282,68 @@ flush_members(struct raid_array *a, const bool *which)
 int
 raid_flush(struct raid_array *a)
 {
-	return flush_members(a, NULL);
+	return flush_members(a, ~0ull);
 }
 
 /*
- * Trim and zero: fallocate-class ops on every copy, then FUA as a flush.
- * On O_DIRECT arrays they change member blocks like a write, so they hold
- * rmw_lock for reading: an unaligned write's read-patch-write of the same
- * block must not straddle them (it would write the old bytes back).
+ * Trim or zero [off, off+count), whole discard_align units: every copy,
+ * the refusers of a mode zeroed another way, then FUA as a flush of the
+ * members it changed.  On O_DIRECT arrays they change member blocks like a
+ * write, so they hold their range shared: an unaligned write's read-patch-
+ * write of the same block must not straddle them (it would write the old
+ * bytes back).
  */
 static int
 array_discard(struct raid_array *a, int op, uint32_t flags, uint64_t count,
 	      uint64_t off)
 {
-	bool touched[RAID_MAX_MEMBERS] = { false };
-	struct raid_batch *b;
+	struct batch *b = batch_begin();
+	struct range_req lk;
+	uint64_t changed;
 	int r;
 
-	if (a->io_align > 1) {
-		pthread_rwlock_rdlock(&a->rmw_lock);
+	if (!b) {
+		return -ENOMEM;
 	}
-	r = array_rw(a, op, 0, NULL, count, off);
 	if (a->io_align > 1) {
-		pthread_rwlock_unlock(&a->rmw_lock);
+		range_lock(&a->write_lock, &lk, off, off + count, false);
+	}
+	r = array_pieces(a, b, op, flags & RAID_FAST_ZERO, NULL, count, off,
+			 a->write_piece_bytes);
+	if (r == 0) {
+		r = batch_run_discard(b);
+	}
+	changed = batch_changed(b);
+	if (a->io_align > 1) {
+		range_unlock(&a->write_lock, &lk);
 	}
 	if (r < 0 || !(flags & RAID_FUA)) {
 		return r;
 	}
-	b = tl_batch; /* still holds the requests just run */
-	for (unsigned i = 0; i < b->nr; i++) {
-		touched[b->reqs[i].m->role] = true;
+	return flush_members(a, changed);
+}
+
+/* Has some member's filesystem or device refused trim before? */
+static bool
+trim_refused(const struct raid_array *a)
+{
+	for (unsigned i = 0; i < a->nr_members; i++) {
+		const struct raid_member *m = &a->members[i];
+
+		if (atomic_load_explicit(m->is_blk ? &m->no_discard : &m->no_punch,
+					 memory_order_relaxed)) {
+			return true;
+		}
 	}
-	return flush_members(a, touched);
+	return false;
 }
 
 int
 raid_trim(struct raid_array *a, uint32_t count, uint64_t offset,
 	  uint32_t flags)
 {
-	uint64_t lo = ROUND_UP(offset, a->io_align);
-	uint64_t hi = ROUND_DOWN(offset + count, a->io_align);
+	uint64_t lo = ROUND_UP(offset, a->discard_align);
+	uint64_t hi = ROUND_DOWN(offset + count, a->discard_align);
 	int r = check_range(a, count, offset);
 
 	if (r < 0) {
@@ -572,29 +352,46 @@ raid_trim(struct raid_array *a, uint32_t count, uint64_t offset,
 	if (a->read_only) {
 		return -EROFS;
 	}
-	/* Trim is advisory: drop unaligned edges, ignore what members lack. */
-	if (hi <= lo) {
-		return (flags & RAID_FUA) ? raid_flush(a) : 0;
+	/*
+	 * Trim is advisory: drop unaligned edges, and trim nothing once a
+	 * member has refused (md too offers discard only when every member
+	 * has it), rather than zero that member's range by writing.
+	 */
+	if (hi <= lo || trim_refused(a)) {
+		return 0;
 	}
-	r = array_discard(a, IO_TRIM, flags, hi - lo, lo);
+	r = array_discard(a, IO_TRIM, flags & RAID_FUA, hi - lo, lo);
 	return r == -EOPNOTSUPP ? 0 : r;
 }
 
-/* Zero the unaligned edges of a range on O_DIRECT members by writing. */
+/* Can a fast zero of [off, off+count) be done without writing data? */
+static bool
+zero_without_writes(const struct raid_array *a, uint64_t count, uint64_t off)
+{
+	uint64_t stripe = a->g.stripe_chunks << a->g.chunk_shift;
+
+	if (!IS_ALIGNED(off | count, a->discard_align)) {
+		return false;
+	}
+	return !a->layout->stripe_pieces || (off % stripe == 0 &&
+					     count % stripe == 0);
+}
+
+/* Zero the unaligned edges of a range by writing zeros. */
 static int
 zero_edges(struct raid_array *a, uint64_t count, uint64_t off,
 	   uint32_t flags, uint64_t *lo, uint64_t *hi)
 {
-	static const char zeros[65536];
 	int r = 0;
 
-	*lo = MIN(ROUND_UP(off, a->io_align), off + count);
-	*hi = MAX(ROUND_DOWN(off + count, a->io_align), *lo);
+	*lo = MIN(ROUND_UP(off, a->discard_align), off + count);
+	*hi = MAX(ROUND_DOWN(off + count, a->discard_align), *lo);
+	/* raid_open checked that an edge fits in io_zeros. */
 	if (*lo > off) {
-		r = write_direct(a, zeros, *lo - off, off, flags);
+		r = array_write_any(a, io_zeros, *lo - off, off, flags);
 	}
 	if (r == 0 && off + count > *hi) {
-		r = write_direct(a, zeros, off + count - *hi, *hi, flags);
+		r = array_write_any(a, io_zeros, off + count - *hi, *hi, flags);
 	}
 	return r;
 }
@@ -603,7 +400,7 @@ int
 raid_zero(struct raid_array *a, uint32_t count, uint64_t offset,
 	  uint32_t flags)
 {
-	uint64_t lo = offset, hi = offset + count;
+	uint64_t lo, hi;
 	int r = check_range(a, count, offset);
 	/*
 	 * A hole is zero and never costs a write: use it when the client
@@ -621,15 +418,12 @@ raid_zero(struct raid_array *a, uint32_t count, uint64_t offset,
 	if (a->read_only) {
 		return -EROFS;
 	}
-	if (a->io_align > 1) {
-		if (flags & RAID_FAST_ZERO &&
-		    !IS_ALIGNED(offset | count, a->io_align)) {
-			return -ENOTSUP;
-		}
-		r = zero_edges(a, count, offset, flags, &lo, &hi);
-		if (r < 0 || hi == lo) {
-			return r;
-		}
+	if ((flags & RAID_FAST_ZERO) && !zero_without_writes(a, count, offset)) {
+		return -ENOTSUP;
+	}
+	r = zero_edges(a, count, offset, flags & RAID_FUA, &lo, &hi);
+	if (r < 0 || hi == lo) {
+		return r;
 	}
 	r = array_discard(a, op, flags, hi - lo, lo);
 	if (r == -EOPNOTSUPP && op == IO_PUNCH && !(flags & RAID_FAST_ZERO)) {
@@ -649,7 +443,7 @@ piece_extent(struct raid_array *a, uint64_t off, uint64_t len, bool *hole,
 {
 	struct raid_loc locs[RAID_MAX_COPIES];
 	uint64_t chunk_no = off >> a->g.chunk_shift;
-	uint32_t in = off & (a->chunk - 1);
+	uint32_t in = off & (a->chunk_bytes - 1);
 	unsigned n = a->layout->map(&a->g, chunk_no, locs);
 
 	*hole = true;
@@ -659,7 +453,7 @@ piece_extent(struct raid_array *a, uint64_t off, uint64_t len, bool *hole,
 		uint64_t r;
 
 		member_extent(&a->members[locs[i].member],
-			      array_member_offset(a, &locs[i], in), *run, &h,
+			      geom_member_offset(&a->g, &locs[i], in), *run, &h,
 			      &r);
 		*hole &= h;
 		*run = MIN(*run, r);
@@ -676,7 +470,7 @@ raid_extents(struct raid_array *a, uint32_t count, uint64_t offset,
 	for (unsigned i = 0; r == 0 && offset < end && i < EXTENT_MAX_PIECES;
 	     i++) {
 		uint64_t len = MIN(end - offset,
-				   a->chunk - (offset & (a->chunk - 1)));
+				   a->chunk_bytes - (offset & (a->chunk_bytes - 1)));
 		uint64_t run;
 		bool hole;
 
@@ -704,31 +498,13 @@ raid_locate(const struct raid_array *a, uint64_t offset,
 	n = a->layout->map(&a->g, offset >> a->g.chunk_shift, locs);
 	for (unsigned i = 0; i < n && i < max; i++) {
 		places[i].member = locs[i].member;
-		places[i].offset = array_member_offset(
-			a, &locs[i], offset & (a->chunk - 1));
+		places[i].offset = geom_member_offset(
+			&a->g, &locs[i], offset & (a->chunk_bytes - 1));
 	}
 	return n;
 }
 
 /* ---- assembly ---------------------------------------------------------- */
-
-/* md refuses the same device twice; so do we, by identity, not by name. */
-static int
-check_duplicates(const struct raid_member *m, unsigned nr)
-{
-	for (unsigned i = 0; i < nr; i++) {
-		for (unsigned j = 0; j < i; j++) {
-			if (m[i].fd < 0 || m[i].dev != m[j].dev ||
-			    m[i].ino != m[j].ino || m[i].is_blk != m[j].is_blk) {
-				continue;
-			}
-			raid_error("member %u (%s): same file as member %u (%s)",
-				   i, m[i].path, j, m[j].path);
-			return -EINVAL;
-		}
-	}
-	return 0;
-}
 
 /*
  * The member data area: from data_offset, member-size= bytes or what the
@@ -739,28 +515,29 @@ check_duplicates(const struct raid_member *m, unsigned nr)
 static int
 member_area(struct raid_array *a, uint64_t member_size)
 {
-	uint64_t avail = UINT64_MAX, unit;
+	uint64_t avail = UINT64_MAX, unit, chunk = a->chunk_bytes;
+	uint64_t data_offset = a->g.data_offset;
 
 	for (unsigned i = 0; i < a->nr_members; i++) {
 		const struct raid_member *m = &a->members[i];
-		uint64_t need = a->data_offset + MAX(member_size, a->chunk);
+		uint64_t need = data_offset + MAX(member_size, chunk);
 		char what[96];
 		int n = 0;
 
 		if (m->size >= need) {
-			avail = MIN(avail, m->size - a->data_offset);
+			avail = MIN(avail, m->size - data_offset);
 			continue;
 		}
-		if (a->data_offset || member_size) {
+		if (data_offset || member_size) {
 			n = snprintf(what, sizeof(what), "data-offset %llu plus ",
-				     (unsigned long long)a->data_offset);
+				     (unsigned long long)data_offset);
 		}
 		if (member_size) {
 			snprintf(what + n, sizeof(what) - n, "member-size %llu",
 				 (unsigned long long)member_size);
 		} else {
 			snprintf(what + n, sizeof(what) - n, "one chunk (%llu)",
-				 (unsigned long long)a->chunk);
+				 (unsigned long long)chunk);
 		}
 		raid_error("member %u (%s): size %llu is smaller than %s", i,
 			   m->path, (unsigned long long)m->size, what);
@@ -770,21 +547,20 @@ member_area(struct raid_array *a, uint64_t member_size)
 		avail = member_size;
 	}
 	if (!a->layout->size_unit) {
-		unit = a->chunk;
+		unit = chunk;
 	} else {
-		unit = member_size ? 512 : MIN(a->layout->size_unit, a->chunk);
+		unit = member_size ? 512 : MIN(a->layout->size_unit, chunk);
 		unit = MAX(unit, a->io_align);
 	}
 	a->member_bytes = avail / unit * unit;
-	if (a->member_bytes < a->chunk) {
+	if (a->member_bytes < chunk) {
 		raid_error("member-size %llu is smaller than one chunk (%llu)",
-			   (unsigned long long)avail,
-			   (unsigned long long)a->chunk);
+			   (unsigned long long)avail, (unsigned long long)chunk);
 		return -EINVAL;
 	}
-	a->g.member_chunks = DIV_ROUND_UP(a->member_bytes, a->chunk);
+	a->g.member_chunks = DIV_ROUND_UP(a->member_bytes, chunk);
 	for (unsigned i = 0; i < a->nr_members; i++) {
-		uint64_t used = a->data_offset + a->member_bytes;
+		uint64_t used = data_offset + a->member_bytes;
 
 		if (a->members[i].size > used) {
 			raid_debug("member %u (%s): %llu bytes past %llu unused",
@@ -796,56 +572,70 @@ member_area(struct raid_array *a, uint64_t member_size)
 	return 0;
 }
 
+/*
+ * The members' alignment needs, the largest of each.  The data offset and
+ * the chunk must keep member I/O aligned, and the zero buffer must serve
+ * every member (its alignment, and an unaligned edge of a zero request).
+ */
 static int
 array_alignment(struct raid_array *a)
 {
-	a->mem_align = a->io_align = 1;
+	uint64_t data_offset = a->g.data_offset;
+
+	a->mem_align = a->io_align = a->discard_align = 1;
 	for (unsigned i = 0; i < a->nr_members; i++) {
-		a->mem_align = MAX(a->mem_align, a->members[i].mem_align);
-		a->io_align = MAX(a->io_align, a->members[i].io_align);
-		a->read_only |= a->members[i].read_only;
-		a->has_blk |= a->members[i].is_blk;
+		const struct raid_member *m = &a->members[i];
+
+		a->mem_align = MAX(a->mem_align, m->mem_align);
+		a->io_align = MAX(a->io_align, m->io_align);
+		a->discard_align = MAX(a->discard_align, m->discard_align);
+		a->read_only |= m->read_only;
+		a->has_blk |= m->is_blk;
 	}
-	if (!is_power_of_2(a->io_align) || a->io_align > a->chunk) {
-		raid_error("O_DIRECT alignment %u does not divide the chunk (%llu)",
-			   a->io_align, (unsigned long long)a->chunk);
+	a->discard_align = MAX(a->discard_align, a->io_align);
+	if (!is_power_of_2(a->io_align) || !is_power_of_2(a->discard_align) ||
+	    a->discard_align > a->chunk_bytes) {
+		raid_error("member block size %u does not divide the chunk (%llu)",
+			   a->discard_align,
+			   (unsigned long long)a->chunk_bytes);
 		return -EINVAL;
 	}
-	if (!IS_ALIGNED(a->data_offset, a->io_align)) {
-		raid_error("data-offset %llu is not a multiple of the members' O_DIRECT alignment %u",
-			   (unsigned long long)a->data_offset, a->io_align);
+	if (a->mem_align > IO_BUF_ALIGN || a->discard_align > IO_ZEROS_BYTES) {
+		raid_error("member alignment %u/%u is more than nbdraid supports (%u/%u)",
+			   a->mem_align, a->discard_align, IO_BUF_ALIGN,
+			   IO_ZEROS_BYTES);
+		return -EINVAL;
+	}
+	if (!IS_ALIGNED(data_offset, a->discard_align)) {
+		raid_error("data-offset %llu is not a multiple of the members' block size %u",
+			   (unsigned long long)data_offset, a->discard_align);
 		return -EINVAL;
 	}
 	return 0;
 }
 
-int
-array_create(const struct raid_config *cfg, struct raid_member *members,
-	     unsigned nr, struct raid_array **out)
+static void
+array_free(struct raid_array *a)
 {
-	struct raid_array *a;
+	range_lock_destroy(&a->write_lock);
+	stripe_locks_destroy(&a->stripe_locks);
+	free(a);
+}
+
+/* Geometry from the config and the members; 0 or -EINVAL (logged). */
+static int
+array_geometry(struct raid_array *a, const struct raid_config *cfg)
+{
 	char err[256];
 	int r;
 
-	a = calloc(1, sizeof(*a));
-	if (!a) {
-		return -ENOMEM;
-	}
-	a->layout = layout_find(cfg->level);
-	a->members = members;
-	a->nr_members = nr;
-	a->chunk = cfg->chunk;
-	a->data_offset = cfg->data_offset;
-	a->g.nr_members = nr;
-	a->g.chunk_shift = log2_u64(cfg->chunk);
-	pthread_rwlock_init(&a->rmw_lock, NULL);
-	stripe_locks_init(&a->stripe_locks);
-	for (unsigned i = 0; i < nr; i++) {
-		atomic_init(&members[i].next_read, UINT64_MAX);
-	}
+	a->chunk_bytes = cfg->chunk_bytes;
+	a->g.nr_members = a->nr_members;
+	a->g.chunk_shift = log2_u64(cfg->chunk_bytes);
+	a->g.data_offset = cfg->data_offset;
 	r = a->layout ? 0 : -EINVAL;
 	if (r == 0) {
-		r = check_duplicates(members, nr);
+		r = member_check_overlaps(a->members, a->nr_members);
 	}
 	if (r == 0) {
 		r = array_alignment(a);
@@ -857,18 +647,37 @@ array_create(const struct raid_config *cfg, struct raid_member *members,
 					    sizeof(err))) < 0) {
 		raid_error("%s", err);
 	}
+	return r;
+}
+
+int
+array_create(const struct raid_config *cfg, struct raid_member *members,
+	     unsigned nr, struct raid_array **out)
+{
+	struct raid_array *a = calloc(1, sizeof(*a));
+	int r;
+
+	if (!a) {
+		return -ENOMEM;
+	}
+	a->layout = layout_find(cfg->level);
+	a->members = members;
+	a->nr_members = nr;
+	range_lock_init(&a->write_lock);
+	stripe_locks_init(&a->stripe_locks);
+	for (unsigned i = 0; i < nr; i++) {
+		atomic_init(&members[i].next_read, UINT64_MAX);
+	}
+	r = array_geometry(a, cfg);
 	if (r < 0) {
-		pthread_rwlock_destroy(&a->rmw_lock);
-		stripe_locks_destroy(&a->stripe_locks);
-		free(a);
+		array_free(a);
 		return r;
 	}
 	a->size = a->layout->size_unit ? a->member_bytes
 				       : a->g.array_chunks << a->g.chunk_shift;
-	a->piece_bytes = a->layout->stripe_pieces
-				 ? a->g.stripe_chunks << a->g.chunk_shift
-				 : a->chunk;
-	a->balance = a->g.copies > 1;
+	a->write_piece_bytes = a->layout->stripe_pieces
+				       ? a->g.stripe_chunks << a->g.chunk_shift
+				       : a->chunk_bytes;
 	*out = a;
 	return 0;
 }
@@ -921,9 +730,7 @@ raid_close(struct raid_array *a)
 		}
 		free(a->members);
 	}
-	pthread_rwlock_destroy(&a->rmw_lock);
-	stripe_locks_destroy(&a->stripe_locks);
-	free(a);
+	array_free(a);
 }
 
 void
@@ -935,15 +742,15 @@ raid_get_info(const struct raid_array *a, struct raid_info *info)
 	info->size = a->size;
 	info->level = a->layout->level;
 	info->nr_members = a->nr_members;
-	info->chunk = a->chunk;
+	info->chunk_bytes = a->chunk_bytes;
 	info->min_block = a->io_align;
 	/* NBD wants a power of two from 512 to 32M for the preferred size. */
-	info->preferred_block = is_power_of_2(stripe) ? stripe : a->chunk;
-	info->preferred_block = MIN(info->preferred_block, 32u << 20);
-	info->preferred_block = MAX(info->preferred_block, 512u);
-	info->max_block = 32u << 20;
+	info->preferred_block = is_power_of_2(stripe) ? stripe : a->chunk_bytes;
+	info->preferred_block = MIN(info->preferred_block, NBD_MAX_BLOCK);
+	info->preferred_block = MAX(info->preferred_block, NBD_MIN_PREFERRED);
+	info->max_block = NBD_MAX_BLOCK;
 	info->read_only = a->read_only;
-	info->data_offset = a->data_offset;
+	info->data_offset = a->g.data_offset;
 	info->member_bytes = a->member_bytes;
 	a->layout->layout_name(&a->g, info->layout, sizeof(info->layout));
 }

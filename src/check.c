@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "array.h"
+#include "io/batch.h"
 #include "layout/parity.h"
 #include "util.h"
 
@@ -26,35 +27,45 @@ note_mismatch(struct raid_check_result *res, uint64_t unit)
 	res->mismatched++;
 }
 
+const char *
+raid_check_unit_name(enum raid_check_unit unit)
+{
+	static const char *const names[] = {
+		[RAID_CHECK_NONE] = "none",
+		[RAID_CHECK_STRIPE] = "stripe",
+		[RAID_CHECK_CHUNK] = "chunk",
+	};
+
+	return names[unit];
+}
+
 /* Read the same slice of n places into bufs[0..n-1]. */
 static int
-read_places(struct raid_array *a, const struct raid_loc *locs, unsigned n,
-	    uint32_t in, uint32_t len, uint8_t **bufs)
+read_places(struct raid_array *a, struct batch *b, const struct raid_loc *locs,
+	    unsigned n, uint32_t in, uint32_t len, uint8_t **bufs)
 {
-	struct raid_batch b = { 0 };
 	int r = 0;
 
-	memset(b.last, 0xff, sizeof(b.last));
 	for (unsigned i = 0; i < n && r == 0; i++) {
-		r = batch_add(&b, &a->members[locs[i].member], IO_READ, 0,
-			      bufs[i], len, array_member_offset(a, &locs[i], in));
+		r = batch_read(b, &a->members[locs[i].member], bufs[i], len,
+			       geom_member_offset(&a->g, &locs[i], in));
 	}
-	if (r == 0) {
-		r = batch_run(&b);
-	}
-	batch_fini(&b);
+	r = r < 0 ? r : batch_run(b);
+	batch_reset(b);
 	return r;
 }
 
 /* Is unit u (a stripe row, or a chunk's copies) consistent? 1, 0, -errno. */
 static int
-unit_ok(struct raid_array *a, uint64_t u, uint8_t **bufs, uint8_t *x)
+unit_ok(struct raid_array *a, struct batch *b, uint64_t u, uint8_t **bufs,
+	uint8_t *x)
 {
 	struct raid_loc locs[RAID_MAX_COPIES];
 	/* A mirror's last chunk may be partial (size_unit). */
 	uint64_t end = a->layout->stripe_pieces
-			       ? a->chunk
-			       : MIN(a->chunk, a->size - (u << a->g.chunk_shift));
+			       ? a->chunk_bytes
+			       : MIN(a->chunk_bytes,
+				     a->size - (u << a->g.chunk_shift));
 	unsigned n;
 	int r;
 
@@ -69,7 +80,7 @@ unit_ok(struct raid_array *a, uint64_t u, uint8_t **bufs, uint8_t *x)
 	for (uint32_t in = 0; in < end; in += CHECK_SLICE) {
 		uint32_t len = MIN(CHECK_SLICE, end - in);
 
-		r = read_places(a, locs, n, in, len, bufs);
+		r = read_places(a, b, locs, n, in, len, bufs);
 		if (r < 0) {
 			return r;
 		}
@@ -95,27 +106,30 @@ unit_ok(struct raid_array *a, uint64_t u, uint8_t **bufs, uint8_t *x)
 int
 raid_check(struct raid_array *a, struct raid_check_result *res)
 {
-	uint32_t slice = MIN(CHECK_SLICE, a->chunk);
+	uint32_t slice = MIN(CHECK_SLICE, a->chunk_bytes);
 	uint64_t units;
 	uint8_t *mem, *bufs[RAID_MAX_MEMBERS];
+	struct batch b;
 	int r = 0;
 
 	memset(res, 0, sizeof(*res));
 	if (a->g.copies == 1 && !a->layout->stripe_pieces) {
-		res->unit = "none";
+		res->unit = RAID_CHECK_NONE;
 		return 0;
 	}
-	res->unit = a->layout->stripe_pieces ? "stripe" : "chunk";
+	res->unit = a->layout->stripe_pieces ? RAID_CHECK_STRIPE
+					     : RAID_CHECK_CHUNK;
 	units = a->layout->stripe_pieces ? a->g.member_chunks : a->g.array_chunks;
-	if (posix_memalign((void **)&mem, 4096,
+	if (posix_memalign((void **)&mem, IO_BUF_ALIGN,
 			   (size_t)(a->nr_members + 1) * slice) != 0) {
 		return -ENOMEM;
 	}
 	for (unsigned i = 0; i < a->nr_members; i++) {
 		bufs[i] = mem + (size_t)i * slice;
 	}
+	batch_init(&b);
 	for (uint64_t u = 0; u < units; u++) {
-		r = unit_ok(a, u, bufs, mem + (size_t)a->nr_members * slice);
+		r = unit_ok(a, &b, u, bufs, mem + (size_t)a->nr_members * slice);
 		if (r < 0) {
 			break;
 		}
@@ -125,6 +139,7 @@ raid_check(struct raid_array *a, struct raid_check_result *res)
 		res->units++;
 		r = 0;
 	}
+	batch_fini(&b);
 	free(mem);
 	return r;
 }

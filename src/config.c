@@ -3,15 +3,17 @@
  * files and the help text.
  *
  * DESIGN
- * One row per option: key, setter, whether it repeats, help line.  A row's
- * index is also its slot in c->src[], which remembers where the value came
- * from, so a second setting of the same key is refused with both sources
- * named ("command line", "config file /etc/nbdraid/a.conf").  `config=FILE`
- * is not a row: it loads the file, whose keys are set with c->cur =
- * RAID_SRC_FILE.  Sizes and booleans are parsed here, in the forms nbdkit
+ * One row per option: key, setter, whether it repeats, and its help (the
+ * usage column and the text).  A row's index is also its slot in the
+ * sources' `from[]`, which remembers where the value came from, so a
+ * second setting of the same key is refused with both sources named
+ * ("command line", "config file /etc/nbdraid/a.conf").  `config=FILE` is
+ * not a row: it loads the file, whose keys are set while `now` says
+ * SRC_FILE.  Sizes and booleans are parsed here, in the forms nbdkit
  * accepts, so the CLI and the tests need no nbdkit.
  */
 #include <ctype.h>
+#include <pthread.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -24,10 +26,27 @@
 #include "raid_config.h"
 #include "util.h"
 
+/* Where a key's value came from; names both sides of a conflict. */
+enum source {
+	SRC_UNSET = 0,
+	SRC_CMDLINE,
+	SRC_FILE,
+};
+
+#define MAX_OPTIONS 16
+
+struct raid_config_sources {
+	enum source from[MAX_OPTIONS]; /* per option-table row */
+	enum source now;               /* of the keys being set now */
+	char *file;                    /* the config file, once loaded */
+};
+
 struct option {
 	const char *key;
 	int (*set)(struct raid_config *c, const char *value);
 	bool repeats;
+	const char *usage;             /* "level=0|1|5|10" */
+	const char *help;              /* what it does; \n between lines */
 };
 
 static int
@@ -82,7 +101,7 @@ set_chunk(struct raid_config *c, const char *v)
 			   v);
 		return -EINVAL;
 	}
-	c->chunk = n;
+	c->chunk_bytes = n;
 	return 0;
 }
 
@@ -109,7 +128,7 @@ set_io(struct raid_config *c, const char *v)
 {
 	static const char *const names[] = { "auto", "uring", "psync" };
 
-	for (unsigned i = 0; i < 3; i++) {
+	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		if (strcmp(v, names[i]) == 0) {
 			c->io = (enum raid_io_mode)i;
 			return 0;
@@ -194,43 +213,106 @@ set_member_size(struct raid_config *c, const char *v)
 }
 
 static const struct option options[] = {
-	{ "level",    set_level,    false },
-	{ "member",   set_member,   true },
-	{ "chunk",    set_chunk,    false },
-	{ "layout",   set_layout,   false },
-	{ "direct",   set_direct,   false },
-	{ "io",       set_io,       false },
-	{ "metadata", set_metadata, false },
-	{ "data-offset", set_data_offset, false },
-	{ "member-size", set_member_size, false },
+	{ "level", set_level, false, "level=0|1|5|10",
+	  "RAID level (required)." },
+	{ "member", set_member, true, "member=PATH",
+	  "A member file or block device; repeat, in role order." },
+	{ "chunk", set_chunk, false, "chunk=SIZE",
+	  "Chunk (stripe unit), power of two 4K..16M (default 512K)." },
+	{ "layout", set_layout, false, "layout=NAME",
+	  "RAID10: n2 (default), f2, o2, nK, fK, oK (md's copies);\n"
+	  "RAID5: left-symmetric (default), left-asymmetric,\n"
+	  "right-symmetric, right-asymmetric." },
+	{ "direct", set_direct, false, "direct=false|true",
+	  "Open members with O_DIRECT (default false)." },
+	{ "io", set_io, false, "io=auto|uring|psync",
+	  "Member I/O engine (default auto: see docs/design.md)." },
+	{ "metadata", set_metadata, false, "metadata=none",
+	  "Raw geometry, no superblock (the only mode yet)." },
+	{ "data-offset", set_data_offset, false, "data-offset=SIZE",
+	  "Raw mode: array data starts SIZE into every member\n"
+	  "(default 0); 2048s = 2048 sectors, as mdadm --examine\n"
+	  "prints md's Data Offset (docs/md-compat.md)." },
+	{ "member-size", set_member_size, false, "member-size=SIZE",
+	  "Raw mode: use SIZE of every member from data-offset\n"
+	  "(default: all of the smallest); md's Used Dev Size." },
 };
 #define NR_OPTIONS (sizeof(options) / sizeof(options[0]))
+_Static_assert(NR_OPTIONS <= MAX_OPTIONS, "sources.from[] holds every row");
 
-const char raid_config_help[] =
-	"level=0|1|5|10          RAID level (required).\n"
-	"member=PATH             A member file or block device; repeat, in role order.\n"
-	"chunk=SIZE              Chunk (stripe unit), power of two 4K..16M (default 512K).\n"
-	"layout=NAME             RAID10: n2 (default), f2, o2, nK, fK, oK (md's copies);\n"
-	"                        RAID5: left-symmetric (default), left-asymmetric,\n"
-	"                        right-symmetric, right-asymmetric.\n"
-	"direct=false|true       Open members with O_DIRECT (default false).\n"
-	"io=auto|uring|psync     Member I/O engine (default auto: see docs/design.md).\n"
-	"metadata=none           Raw geometry, no superblock (the only mode yet).\n"
-	"data-offset=SIZE        Raw mode: array data starts SIZE into every member\n"
-	"                        (default 0); 2048s = 2048 sectors, as mdadm --examine\n"
-	"                        prints md's Data Offset (docs/md-compat.md).\n"
-	"member-size=SIZE        Raw mode: use SIZE of every member from data-offset\n"
-	"                        (default: all of the smallest); md's Used Dev Size.\n"
-	"config=FILE             Read these keys from FILE (docs/config-file.md).";
+/* config=FILE is no row of the table (it loads one), but has a help line. */
+static const struct option config_option = {
+	"config", NULL, false, "config=FILE",
+	"Read these keys from FILE (docs/config-file.md).",
+};
+
+#define HELP_USAGE_WIDTH 24 /* the usage column */
+#define HELP_MAX 4096
+
+/* Append one option's help: usage, then its lines of text aligned. */
+static size_t
+help_row(char *buf, size_t at, const struct option *o)
+{
+	const char *t = o->help;
+	int col = HELP_USAGE_WIDTH;
+
+	at += snprintf(buf + at, HELP_MAX - at, "%s%-*s", at ? "\n" : "",
+		       col, o->usage);
+	while (*t && at < HELP_MAX) {
+		const char *nl = strchr(t, '\n');
+		int n = nl ? (int)(nl - t) : (int)strlen(t);
+
+		at += snprintf(buf + at, HELP_MAX - at, "%.*s", n, t);
+		t += n;
+		if (*t == '\n') {
+			t++;
+			at += snprintf(buf + at, HELP_MAX - at, "\n%*s", col, "");
+		}
+	}
+	return MIN(at, HELP_MAX - 1);
+}
+
+static char help_text[HELP_MAX];
+static pthread_once_t help_once = PTHREAD_ONCE_INIT;
+
+static void
+help_build(void)
+{
+	size_t at = 0;
+
+	for (unsigned i = 0; i < NR_OPTIONS; i++) {
+		at = help_row(help_text, at, &options[i]);
+	}
+	help_row(help_text, at, &config_option);
+}
+
+const char *
+raid_config_help(void)
+{
+	pthread_once(&help_once, help_build);
+	return help_text;
+}
 
 void
 raid_config_init(struct raid_config *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->level = -1;
-	c->chunk = RAID_DEFAULT_CHUNK;
+	c->chunk_bytes = RAID_DEFAULT_CHUNK;
 	c->io = RAID_IO_AUTO;
-	c->cur = RAID_SRC_CMDLINE;
+}
+
+/* The bookkeeping, made on the first key set. */
+static struct raid_config_sources *
+sources(struct raid_config *c)
+{
+	if (!c->sources) {
+		c->sources = calloc(1, sizeof(*c->sources));
+		if (c->sources) {
+			c->sources->now = SRC_CMDLINE;
+		}
+	}
+	return c->sources;
 }
 
 void
@@ -242,16 +324,20 @@ raid_config_free(struct raid_config *c)
 	free(c->members);
 	free(c->layout);
 	free(c->metadata);
-	free(c->file);
+	if (c->sources) {
+		free(c->sources->file);
+		free(c->sources);
+	}
 	memset(c, 0, sizeof(*c));
 }
 
 static const char *
-source_name(const struct raid_config *c, enum raid_config_source s,
-	    char *buf, size_t len)
+source_name(const struct raid_config_sources *src, enum source s, char *buf,
+	    size_t len)
 {
-	if (s == RAID_SRC_FILE) {
-		snprintf(buf, len, "config file %s", c->file ? c->file : "?");
+	if (s == SRC_FILE) {
+		snprintf(buf, len, "config file %s",
+			 src->file ? src->file : "?");
 	} else {
 		snprintf(buf, len, "command line");
 	}
@@ -260,22 +346,22 @@ source_name(const struct raid_config *c, enum raid_config_source s,
 
 /* Refuse a key already set, or members from two sources. */
 static int
-check_source(struct raid_config *c, unsigned i)
+check_source(const struct raid_config_sources *src, unsigned i)
 {
 	char a[PATH_MAX + 16], b[PATH_MAX + 16];
-	enum raid_config_source prev = c->src[i];
+	enum source prev = src->from[i];
 
-	if (prev == RAID_SRC_UNSET || (options[i].repeats && prev == c->cur)) {
+	if (prev == SRC_UNSET || (options[i].repeats && prev == src->now)) {
 		return 0;
 	}
 	if (options[i].repeats) {
 		raid_error("key '%s' given in both the %s and the %s",
-			   options[i].key, source_name(c, prev, a, sizeof(a)),
-			   source_name(c, c->cur, b, sizeof(b)));
+			   options[i].key, source_name(src, prev, a, sizeof(a)),
+			   source_name(src, src->now, b, sizeof(b)));
 	} else {
 		raid_error("key '%s' given twice (%s, %s)", options[i].key,
-			   source_name(c, prev, a, sizeof(a)),
-			   source_name(c, c->cur, b, sizeof(b)));
+			   source_name(src, prev, a, sizeof(a)),
+			   source_name(src, src->now, b, sizeof(b)));
 	}
 	return -EINVAL;
 }
@@ -283,21 +369,25 @@ check_source(struct raid_config *c, unsigned i)
 int
 raid_config_set(struct raid_config *c, const char *key, const char *value)
 {
+	struct raid_config_sources *src = sources(c);
 	int r;
 
-	if (strcmp(key, "config") == 0) {
+	if (!src) {
+		return -ENOMEM;
+	}
+	if (strcmp(key, config_option.key) == 0) {
 		return raid_config_load(c, value);
 	}
 	for (unsigned i = 0; i < NR_OPTIONS; i++) {
 		if (strcmp(key, options[i].key) != 0) {
 			continue;
 		}
-		r = check_source(c, i);
+		r = check_source(src, i);
 		if (r == 0) {
 			r = options[i].set(c, value);
 		}
 		if (r == 0) {
-			c->src[i] = c->cur;
+			src->from[i] = src->now;
 		}
 		return r;
 	}
@@ -305,8 +395,9 @@ raid_config_set(struct raid_config *c, const char *key, const char *value)
 	return -EINVAL;
 }
 
+/* Cut the white space off both ends of s (in place). */
 static char *
-trim(char *s)
+strip_spaces(char *s)
 {
 	char *e;
 
@@ -353,21 +444,22 @@ load_lines(struct raid_config *c, FILE *f, const char *dir)
 		if (hash) {
 			*hash = '\0';
 		}
-		s = trim(line);
+		s = strip_spaces(line);
 		if (!*s) {
 			continue;
 		}
 		eq = strchr(s, '=');
 		if (!eq) {
 			raid_error("config file %s line %u: expected key = value",
-				   c->file, lineno);
+				   c->sources->file, lineno);
 			return -EINVAL;
 		}
 		*eq = '\0';
-		r = set_from_file(c, dir, trim(s), trim(eq + 1));
+		r = set_from_file(c, dir, strip_spaces(s),
+				  strip_spaces(eq + 1));
 		if (r < 0) {
-			raid_error("config file %s line %u: rejected", c->file,
-				   lineno);
+			raid_error("config file %s line %u: rejected",
+				   c->sources->file, lineno);
 			return r;
 		}
 	}
@@ -377,33 +469,37 @@ load_lines(struct raid_config *c, FILE *f, const char *dir)
 int
 raid_config_load(struct raid_config *c, const char *path)
 {
+	struct raid_config_sources *src = sources(c);
 	char dir[PATH_MAX], *slash;
 	FILE *f;
 	int r;
 
-	if (c->file) {
+	if (!src) {
+		return -ENOMEM;
+	}
+	if (src->file) {
 		raid_error("config '%s': only one config file per array (already read %s)",
-			   path, c->file);
+			   path, src->file);
 		return -EINVAL;
 	}
-	c->file = realpath(path, NULL);
-	if (!c->file) {
+	src->file = realpath(path, NULL);
+	if (!src->file) {
 		r = -errno;
 		raid_error("config file %s: %s", path, strerror(errno));
 		return r;
 	}
-	f = fopen(c->file, "re");
+	f = fopen(src->file, "re");
 	if (!f) {
 		r = -errno;
-		raid_error("config file %s: %s", c->file, strerror(errno));
+		raid_error("config file %s: %s", src->file, strerror(errno));
 		return r;
 	}
-	snprintf(dir, sizeof(dir), "%s", c->file);
+	snprintf(dir, sizeof(dir), "%s", src->file);
 	slash = strrchr(dir, '/');
 	*(slash == dir ? slash + 1 : slash) = '\0';
-	c->cur = RAID_SRC_FILE;
+	src->now = SRC_FILE;
 	r = load_lines(c, f, dir);
-	c->cur = RAID_SRC_CMDLINE;
+	src->now = SRC_CMDLINE;
 	fclose(f);
 	return r;
 }
@@ -427,7 +523,7 @@ raid_config_check(const struct raid_config *c)
 		return -EINVAL;
 	}
 	g.nr_members = c->nr_members;
-	g.chunk_shift = log2_u64(c->chunk);
+	g.chunk_shift = log2_u64(c->chunk_bytes);
 	if (l->setup(&g, c->layout, err, sizeof(err)) < 0) {
 		raid_error("%s", err);
 		return -EINVAL;

@@ -4,8 +4,10 @@
  *
  * Alignment: a member opened O_DIRECT needs buffers aligned to
  * stx_dio_mem_align and offsets/lengths aligned to stx_dio_offset_align
- * (statx STATX_DIOALIGN); without that answer, 4096 for both.  A buffered
- * member needs nothing (1, 1).
+ * (statx STATX_DIOALIGN); without that answer, a block device's logical
+ * block size (BLKSSZGET), or 4096 for files.  A buffered member needs
+ * nothing for reads and writes (1, 1), but a block device trims and zeros
+ * in whole logical blocks whether opened O_DIRECT or not (discard_align).
  *
  * Backend (io=auto): io_uring (which runs a lone request inline itself),
  * except on tmpfs, where io_uring has no non-blocking path and hands every
@@ -26,6 +28,9 @@
 #include "log.h"
 #include "member.h"
 
+/* O_DIRECT alignment when neither statx nor BLKSSZGET says. */
+#define DEFAULT_DIO_ALIGN 4096u
+
 static void
 member_alignment(struct raid_member *m)
 {
@@ -33,18 +38,22 @@ member_alignment(struct raid_member *m)
 	unsigned lbs = 512;
 
 	m->mem_align = m->io_align = 1;
+	if (m->is_blk && ioctl(m->fd, BLKSSZGET, &lbs) < 0) {
+		lbs = DEFAULT_DIO_ALIGN;
+	}
+	/* Block devices trim and zero in whole logical blocks, always. */
+	m->discard_align = m->is_blk ? lbs : 1;
 	if (!m->direct) {
 		return;
 	}
-	if (m->is_blk && ioctl(m->fd, BLKSSZGET, &lbs) < 0) {
-		lbs = 4096;
-	}
-	m->mem_align = m->io_align = m->is_blk ? lbs : 4096;
+	m->mem_align = m->io_align = m->is_blk ? lbs : DEFAULT_DIO_ALIGN;
 	if (statx(m->fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) == 0 &&
 	    (stx.stx_mask & STATX_DIOALIGN) && stx.stx_dio_offset_align) {
 		m->mem_align = stx.stx_dio_mem_align;
 		m->io_align = stx.stx_dio_offset_align;
 	}
+	m->discard_align = m->discard_align > m->io_align ? m->discard_align
+							  : m->io_align;
 }
 
 static const struct io_backend *
@@ -179,4 +188,22 @@ member_extent(struct raid_member *m, uint64_t off, uint64_t len, bool *hole,
 	if (h > (off_t)off && (uint64_t)h - off < len) {
 		*run = (uint64_t)h - off;
 	}
+}
+
+/* md refuses the same device twice; so do we, by identity, not by name. */
+int
+member_check_overlaps(const struct raid_member *m, unsigned nr)
+{
+	for (unsigned i = 0; i < nr; i++) {
+		for (unsigned j = 0; j < i; j++) {
+			if (m[i].fd < 0 || m[i].dev != m[j].dev ||
+			    m[i].ino != m[j].ino || m[i].is_blk != m[j].is_blk) {
+				continue;
+			}
+			raid_error("member %u (%s): same file as member %u (%s)",
+				   i, m[i].path, j, m[j].path);
+			return -EINVAL;
+		}
+	}
+	return 0;
 }

@@ -26,6 +26,8 @@ struct raid_member {
 	uint64_t size;               /* bytes */
 	unsigned mem_align;          /* O_DIRECT buffer alignment, else 1 */
 	unsigned io_align;           /* O_DIRECT offset/length alignment */
+	unsigned discard_align;      /* trim/zero: io_align, or a block
+					device's logical block, else 1 */
 	dev_t dev;                   /* identity, to refuse the same file */
 	ino_t ino;                   /* twice (st_rdev for block devices) */
 	const struct io_backend *be;
@@ -39,14 +41,23 @@ struct raid_member {
 	 * Starts at UINT64_MAX (no stream).
 	 */
 	atomic_uint_fast64_t next_read;
-	/* Latched when the member's filesystem refuses an fallocate mode. */
-	atomic_bool no_zero_range;
-	atomic_bool no_punch;
+	/* Latched when the member's filesystem or device refuses a mode. */
+	atomic_bool no_zero_range;   /* FALLOC_FL_ZERO_RANGE */
+	atomic_bool no_punch;        /* FALLOC_FL_PUNCH_HOLE */
+	atomic_bool no_alloc;        /* fallocate mode 0 (no extents) */
+	atomic_bool alloc_ok;        /* ...has worked: no need to ask */
+	atomic_bool no_discard;      /* BLKDISCARD */
 };
 
 int member_open(struct raid_member *m, unsigned role, const char *path,
 		bool direct, bool read_only, enum raid_io_mode io);
 void member_close(struct raid_member *m);
+
+/*
+ * Refuse members that are the same file or device (md refuses the same
+ * device twice), naming both; 0 or -EINVAL.
+ */
+int member_check_overlaps(const struct raid_member *m, unsigned nr);
 
 /*
  * The run of bytes from member offset `off` (at most len) that is all hole

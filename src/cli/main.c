@@ -56,7 +56,7 @@ cmd_info(struct raid_array *a, int argc, char **argv)
 		printf("layout:           %s\n", i.layout);
 	}
 	printf("members:          %u\n", i.nr_members);
-	printf("chunk:            %llu\n", (unsigned long long)i.chunk);
+	printf("chunk:            %llu\n", (unsigned long long)i.chunk_bytes);
 	printf("size:             %llu\n", (unsigned long long)i.size);
 	printf("data offset:      %llu (%llu sectors)\n",
 	       (unsigned long long)i.data_offset,
@@ -101,6 +101,7 @@ cmd_check(struct raid_array *a, int argc, char **argv)
 {
 	struct raid_check_result res;
 	struct raid_info i;
+	const char *unit;
 	int r;
 
 	(void)argc;
@@ -111,12 +112,13 @@ cmd_check(struct raid_array *a, int argc, char **argv)
 		fprintf(stderr, "nbdraid: check: %s\n", strerror(-r));
 		return 2;
 	}
+	unit = raid_check_unit_name(res.unit);
 	if (opt_json) {
 		printf("{\"level\": %d, \"layout\": \"%s\", \"members\": %u, "
 		       "\"chunk\": %llu, \"unit\": \"%s\", \"checked\": %llu, "
 		       "\"mismatched\": %llu, \"first_mismatched\": [",
 		       i.level, i.layout, i.nr_members,
-		       (unsigned long long)i.chunk, res.unit,
+		       (unsigned long long)i.chunk_bytes, unit,
 		       (unsigned long long)res.units,
 		       (unsigned long long)res.mismatched);
 		for (uint64_t k = 0; k < res.mismatched && k < RAID_CHECK_LIST; k++) {
@@ -124,16 +126,17 @@ cmd_check(struct raid_array *a, int argc, char **argv)
 			       (unsigned long long)res.first[k]);
 		}
 		printf("]}\n");
-	} else if (res.units == 0 && strcmp(res.unit, "none") == 0) {
+	} else if (res.unit == RAID_CHECK_NONE) {
 		printf("raid%d, %u members: no redundancy, nothing to check\n",
 		       i.level, i.nr_members);
 	} else {
 		printf("raid%d%s%s, %u members, chunk %llu: %llu %ss checked, %llu mismatched\n",
 		       i.level, i.layout[0] ? " " : "", i.layout, i.nr_members,
-		       (unsigned long long)i.chunk, (unsigned long long)res.units,
-		       res.unit, (unsigned long long)res.mismatched);
+		       (unsigned long long)i.chunk_bytes,
+		       (unsigned long long)res.units, unit,
+		       (unsigned long long)res.mismatched);
 		for (uint64_t k = 0; k < res.mismatched && k < RAID_CHECK_LIST; k++) {
-			printf("mismatched %s %llu\n", res.unit,
+			printf("mismatched %s %llu\n", unit,
 			       (unsigned long long)res.first[k]);
 		}
 	}
@@ -154,7 +157,7 @@ usage(FILE *f)
 	for (size_t i = 0; i < NR_COMMANDS; i++) {
 		fprintf(f, "  nbdraid %s\n", commands[i].usage);
 	}
-	fprintf(f, "\nsettings (as for nbdkit raid):\n%s\n", raid_config_help);
+	fprintf(f, "\nsettings (as for nbdkit raid):\n%s\n", raid_config_help());
 	return f == stdout ? 0 : 1;
 }
 

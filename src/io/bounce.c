@@ -4,7 +4,6 @@
 #include "bounce.h"
 #include "tls.h"
 
-#define BOUNCE_KEEP (4u << 20) /* keep at most this much between requests */
 
 struct bounce {
 	void *buf;
@@ -68,4 +67,10 @@ bounce_put(enum bounce_slot slot)
 		b->buf = NULL;
 		b->len = 0;
 	}
+}
+
+size_t
+bounce_held(enum bounce_slot slot)
+{
+	return tl_bounce ? tl_bounce[slot].len : 0;
 }

@@ -4,7 +4,7 @@
  * do not meet; BOUNCE_PARITY is RAID 5's scratch for old data and parity
  * (md's per-CPU "scribble").  Both can be in use at once by one request.
  * Each is grown as needed (parity scratch is at most members + 3 column
- * slices of 1 MiB); bounce_put() gives back BOUNCE_IO memory after an
+ * slices of 1 MiB); bounce_put() gives back a slot's memory after an
  * unusually large request so that 16 idle worker threads do not each keep
  * 64 MiB.
  */
@@ -20,6 +20,11 @@ enum bounce_slot {
 };
 
 void *bounce_get(enum bounce_slot slot, size_t len, size_t align);
+/* Done with the slot for this request: give it back if it grew large. */
 void bounce_put(enum bounce_slot slot);
+/* Bytes the calling thread keeps in a slot between requests. */
+size_t bounce_held(enum bounce_slot slot);
+
+#define BOUNCE_KEEP (4u << 20) /* kept at most, per slot, between requests */
 
 #endif

@@ -57,6 +57,20 @@ enum io_op {
 #endif
 _Static_assert(IO_MAX_IOV <= UINT16_MAX, "io_req.nr_iov is 16 bits");
 
+/*
+ * The alignment of every buffer nbdraid allocates for member I/O (bounce
+ * and parity scratch, the zero buffer): raid_open refuses an O_DIRECT
+ * member that needs more.
+ */
+#define IO_BUF_ALIGN 4096u
+/*
+ * A buffer of zeros for writing zeros (the edges of a zero request, and
+ * members whose filesystem cannot zero a range); raid_open refuses members
+ * whose block is larger.
+ */
+#define IO_ZEROS_BYTES (64u << 10)
+extern const unsigned char io_zeros[IO_ZEROS_BYTES];
+
 struct io_req {
 	struct raid_member *m;
 	uint8_t op;             /* enum io_op */

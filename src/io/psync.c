@@ -8,8 +8,15 @@
  *
  * Zeroing, in order of preference (each refusal is latched per member):
  *   ZERO_RANGE             zero and keep the allocation (blkdev: zeroout)
- *   PUNCH_HOLE + allocate  files whose filesystem lacks ZERO_RANGE (tmpfs)
- *   -EOPNOTSUPP            the caller (nbdkit) falls back to writing zeros
+ *   PUNCH_HOLE + allocate  files whose filesystem lacks ZERO_RANGE (tmpfs);
+ *                          only once allocating is known to work (asked
+ *                          first, before anything changed: ext2 and ext4
+ *                          files without extents punch but cannot
+ *                          allocate, and a zero must neither leave a hole
+ *                          where the client forbade one nor report
+ *                          failure after changing data)
+ *   -EOPNOTSUPP            nothing changed; the caller decides (another
+ *                          member's mode, or nbdkit writing zeros)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -64,6 +71,33 @@ unsupported(int r)
 	return r == -EOPNOTSUPP || r == -ENOSYS || r == -ENOTTY;
 }
 
+/*
+ * Does fallocate mode 0 work on this member?  Asked with the range itself:
+ * allocating changes no byte of it.  Both answers are latched.
+ */
+static int
+can_alloc(struct io_req *r)
+{
+	struct raid_member *m = r->m;
+	int ret;
+
+	if (atomic_load(&m->alloc_ok)) {
+		return 0;
+	}
+	if (atomic_load(&m->no_alloc)) {
+		return -EOPNOTSUPP;
+	}
+	ret = falloc(r, FALLOC_FL_KEEP_SIZE);
+	if (unsupported(ret)) {
+		atomic_store(&m->no_alloc, true);
+		return -EOPNOTSUPP;
+	}
+	if (ret == 0) {
+		atomic_store(&m->alloc_ok, true);
+	}
+	return ret;
+}
+
 static int
 psync_zero(struct io_req *r)
 {
@@ -80,12 +114,16 @@ psync_zero(struct io_req *r)
 	if (m->is_blk || atomic_load(&m->no_punch)) {
 		return -EOPNOTSUPP;
 	}
+	ret = can_alloc(r);
+	if (ret < 0) {
+		return ret;
+	}
 	ret = falloc(r, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE);
 	if (unsupported(ret)) {
 		atomic_store(&m->no_punch, true);
 		return -EOPNOTSUPP;
 	}
-	return ret < 0 ? ret : falloc(r, 0);
+	return ret < 0 ? ret : falloc(r, FALLOC_FL_KEEP_SIZE);
 }
 
 static int
@@ -109,10 +147,20 @@ psync_trim(struct io_req *r)
 {
 	uint64_t range[2] = { r->off, r->len };
 
-	if (r->m->is_blk) {
-		return ioctl(r->m->fd, BLKDISCARD, range) < 0 ? -errno : 0;
+	int ret;
+
+	if (!r->m->is_blk) {
+		return psync_punch(r);
 	}
-	return psync_punch(r);
+	if (atomic_load(&r->m->no_discard)) {
+		return -EOPNOTSUPP;
+	}
+	ret = ioctl(r->m->fd, BLKDISCARD, range) < 0 ? -errno : 0;
+	if (unsupported(ret)) {
+		atomic_store(&r->m->no_discard, true);
+		return -EOPNOTSUPP;
+	}
+	return ret;
 }
 
 int

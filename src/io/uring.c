@@ -13,6 +13,12 @@
  * (BLKDISCARD; fallocate modes a filesystem refuses) runs through psync.c,
  * and so does a batch of one request, which has nothing to overlap with.
  *
+ * A ring that fails (io_uring_enter refusing with anything but a transient
+ * EINTR/EAGAIN/EBUSY) is dropped from its thread: what it still has in
+ * flight is reaped, and every request it did not finish is finished
+ * through psync.c; the thread's next batch makes a new ring.  One bad ring
+ * costs a log line, not the server.
+ *
  * Invariant: when submit_wait() returns, this ring has nothing in flight.
  */
 #include <errno.h>
@@ -20,6 +26,7 @@
 #include <liburing.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "io.h"
 #include "log.h"
@@ -27,6 +34,8 @@
 #include "tls.h"
 
 #define RING_DEPTH 64
+#define REQ_PENDING 1      /* io_req.res of a request not finished yet */
+#define REAP_TRIES 100     /* a failed ring: waits for what it has in flight */
 
 static void
 ring_free(void *p)
@@ -37,6 +46,14 @@ ring_free(void *p)
 
 static struct tls_key ring_key = TLS_KEY_INIT(ring_free);
 static _Thread_local struct io_uring *tl_ring;
+
+/* Forget this thread's ring: the next batch makes a new one. */
+static void
+ring_drop(void)
+{
+	tl_ring = NULL;
+	tls_attach(&ring_key, NULL);
+}
 
 /* This thread's ring; the newest setup flags first, as older kernels refuse. */
 static struct io_uring *
@@ -130,7 +147,10 @@ prep(struct io_uring_sqe *sqe, struct io_req *r)
 	io_uring_sqe_set_data(sqe, r);
 }
 
-/* Account one completion; false when the request must be queued again. */
+/*
+ * Account one completion: true when the request is finished (res set),
+ * false when it must be queued again (res stays REQ_PENDING).
+ */
 static bool
 complete(struct io_req *r, int res)
 {
@@ -154,8 +174,11 @@ complete(struct io_req *r, int res)
 		return true;
 	}
 	io_req_advance(r, res);
+	if (r->done < r->len) {
+		return false;
+	}
 	r->res = 0;
-	return r->done == r->len;
+	return true;
 }
 
 /* Reap what has completed; requeue short transfers.  Returns reqs done. */
@@ -180,6 +203,45 @@ reap(struct io_uring *ring)
 	return finished;
 }
 
+/*
+ * The ring failed with err: reap what the kernel has in flight (inflight
+ * prepared, of which the last io_uring_sq_ready() never reached it), drop
+ * the ring, and finish every unfinished request through psync.  A request
+ * still in the kernel after REAP_TRIES waits cannot be finished or retried
+ * safely: it fails with EIO and its ring is leaked, never reused.
+ */
+static void
+ring_failed(struct io_uring *ring, struct io_req *reqs, unsigned nr,
+	    unsigned inflight, int err)
+{
+	unsigned in_kernel = inflight - io_uring_sq_ready(ring);
+	struct io_uring_cqe *cqe;
+
+	raid_error("io_uring_submit_and_wait: %s: this thread's ring is dropped; its requests finish through pread/pwrite",
+		   strerror(-err));
+	ring_drop();
+	for (unsigned tries = 0; in_kernel && tries < REAP_TRIES; tries++) {
+		if (io_uring_wait_cqe(ring, &cqe) < 0) {
+			usleep(1000);
+			continue;
+		}
+		complete(io_uring_cqe_get_data(cqe), cqe->res);
+		io_uring_cqe_seen(ring, cqe);
+		in_kernel--;
+	}
+	if (in_kernel) {
+		raid_error("io_uring: %u requests lost in a failed ring", in_kernel);
+	}
+	for (unsigned i = 0; i < nr; i++) {
+		if (reqs[i].res == REQ_PENDING) {
+			reqs[i].res = in_kernel ? -EIO : psync_one(&reqs[i]);
+		}
+	}
+	if (!in_kernel) {
+		ring_free(ring);
+	}
+}
+
 static int
 uring_submit_wait(struct io_req *reqs, unsigned nr)
 {
@@ -200,6 +262,9 @@ uring_submit_wait(struct io_req *reqs, unsigned nr)
 		raid_debug("io_uring_queue_init: %d: using psync", err);
 		return psync_backend.submit_wait(reqs, nr);
 	}
+	for (unsigned i = 0; i < nr; i++) {
+		reqs[i].res = REQ_PENDING;
+	}
 	while (next < nr || inflight) {
 		for (; next < nr && inflight < RING_DEPTH; next++) {
 			if (needs_sync(&reqs[next])) {
@@ -219,10 +284,8 @@ uring_submit_wait(struct io_req *reqs, unsigned nr)
 		err = io_uring_submit_and_wait(ring, next < nr ? 1 : inflight);
 		if (err < 0 && err != -EINTR && err != -EAGAIN &&
 		    err != -EBUSY) {
-			/* The ring is unusable; nothing more can complete. */
-			raid_error("io_uring_submit_and_wait: %s",
-				   strerror(-err));
-			abort();
+			ring_failed(ring, reqs, nr, inflight, err);
+			break;
 		}
 		inflight -= reap(ring);
 	}

@@ -1,20 +1,24 @@
 /*
  * layout.h: one ops table per RAID level, and the geometry they map with.
  *
- * The core (src/array.c) cuts every request at chunk boundaries, so a level
- * only ever sees one `struct raid_piece`: a byte range inside one logical
- * chunk.  The level's pure map() turns the logical chunk number into the
- * (member, member chunk) places that hold it, as md places them:
+ * The core (src/array.c) cuts every read at chunk boundaries and every
+ * write, trim and zero at chunk boundaries too, or at stripe boundaries for
+ * levels with parity (stripe_pieces), so a level only ever sees one
+ * `struct raid_piece`.  The level's pure map() turns the logical chunk
+ * number into the (member, member chunk) places that hold it, as md places
+ * them:
  *
  *   RAID0   chunk k on member k mod n, member chunk k div n
  *   RAID1   every member holds chunk k at member chunk k
  *   RAID10  md's near / far / offset copies (raid10.c has the tables)
  *   RAID5   data chunk k of stripe k div (n-1), parity rotating (raid5.c)
  *
- * map() and setup() are pure (no I/O, no locks) and exhaustively unit-tested
- * against an independent model (tests/unit/test_layout.c).  read/write/trim/
- * zero append member I/O to the request's batch; the core submits the batch
- * once.  The core never switches on the level: it calls these pointers.
+ * and geom_member_offset() turns a place into a member byte offset, the
+ * same way for every level.  map() and setup() are pure (no I/O, no locks)
+ * and exhaustively unit-tested against an independent model
+ * (tests/unit/test_layout.c, test_raid5.c).  read/write append member I/O
+ * to the request's batch (src/io/batch.h); the core runs the batch once.
+ * The core never switches on the level: it calls these pointers.
  */
 #ifndef RAID_LAYOUT_H
 #define RAID_LAYOUT_H
@@ -28,13 +32,15 @@
 #define RAID_MAX_COPIES RAID_MAX_MEMBERS
 
 struct raid_array;
-struct raid_batch;
+struct batch;
 
-/* The geometry of an array, in chunks.  Filled by layout->setup(). */
+/* The geometry of an array.  The core fills the inputs; setup() the rest. */
 struct raid_geom {
+	/* Inputs */
 	unsigned nr_members;
 	unsigned chunk_shift;     /* chunk = 1 << chunk_shift bytes */
-	uint64_t member_chunks;   /* whole chunks on the smallest member */
+	uint64_t member_chunks;   /* chunks of each member's data area */
+	uint64_t data_offset;     /* bytes: where the data area starts */
 
 	/* RAID10 (md's struct geom): copies = near_copies * far_copies */
 	unsigned near_copies;
@@ -54,8 +60,16 @@ struct raid_geom {
 /* One place that holds a logical chunk: member role, chunk on that member. */
 struct raid_loc {
 	unsigned member;
-	uint64_t chunk;
+	uint64_t member_chunk;
 };
+
+/* The member byte offset of `in_chunk` bytes into the chunk at l. */
+static inline uint64_t
+geom_member_offset(const struct raid_geom *g, const struct raid_loc *l,
+		   uint64_t in_chunk)
+{
+	return g->data_offset + (l->member_chunk << g->chunk_shift) + in_chunk;
+}
 
 /* A request cut to one logical chunk (stripe_pieces: to one stripe). */
 struct raid_piece {
@@ -64,7 +78,7 @@ struct raid_piece {
 	uint32_t len;             /* bytes, up to the end of the chunk/stripe */
 	void *buf;                /* NULL for trim/zero */
 	int op;                   /* enum io_op (src/io/io.h) */
-	uint32_t flags;           /* RAID_FUA ... */
+	uint32_t flags;           /* RAID_FUA on writes; RAID_FAST_ZERO */
 };
 
 struct raid_layout {
@@ -72,8 +86,10 @@ struct raid_layout {
 	int level;                /* 0, 1, 5, 10 */
 	unsigned min_members;
 	/*
-	 * Pieces span a whole stripe instead of one chunk (parity levels:
-	 * the write op sees everything it changes in the stripe at once).
+	 * Writes, trims and zeros come in pieces of a whole stripe instead of
+	 * one chunk (parity levels: the write op sees everything it changes in
+	 * the stripe at once).  Such a level zeros only whole stripes without
+	 * writing: the core refuses a fast zero of anything less.
 	 */
 	bool stripe_pieces;
 	/*
@@ -100,12 +116,14 @@ struct raid_layout {
 	/*
 	 * Data path: append the piece's member I/O to the batch, which the
 	 * core runs once for the whole request.  A write that must read
-	 * before it writes (RAID 5) may run the batch itself (batch_run)
-	 * and must leave it empty.
+	 * before it writes (RAID 5) may run the batch itself (batch_run) and
+	 * must leave nothing queued that it does not want run.  read gets
+	 * one chunk's piece; write gets IO_WRITE, IO_TRIM, IO_ZERO or
+	 * IO_PUNCH pieces.
 	 */
-	int (*read)(struct raid_array *a, struct raid_batch *b,
+	int (*read)(struct raid_array *a, struct batch *b,
 		    const struct raid_piece *p);
-	int (*write)(struct raid_array *a, struct raid_batch *b,
+	int (*write)(struct raid_array *a, struct batch *b,
 		     const struct raid_piece *p);
 };
 
@@ -116,17 +134,20 @@ extern const struct raid_layout raid5_layout;
 /* The member holding the parity of `stripe` (a member chunk row). */
 unsigned raid5_parity_member(const struct raid_geom *g, uint64_t stripe);
 
-/* The explicit table of layouts (no constructors: see docs/design.md). */
+/* The explicit table of levels (no constructors: see docs/design.md). */
 const struct raid_layout *layout_find(int level);
 
 /* layout_name for levels that have no layout choice: "". */
 void layout_no_name(const struct raid_geom *g, char *buf, size_t len);
 
-/* Shared by the mirror-or-stripe levels (0, 1, 10): read one copy... */
-int layout_read_one(struct raid_array *a, struct raid_batch *b,
-		    const struct raid_piece *p);
+/*
+ * The data path of the levels without parity (0, 1, 10; RAID 5 reads too),
+ * in copies.c: read one copy of the piece (the copy choice is there)...
+ */
+int copies_read(struct raid_array *a, struct batch *b,
+		const struct raid_piece *p);
 /* ...and write (or trim, or zero) every copy. */
-int layout_write_all(struct raid_array *a, struct raid_batch *b,
-		     const struct raid_piece *p);
+int copies_write(struct raid_array *a, struct batch *b,
+		 const struct raid_piece *p);
 
 #endif

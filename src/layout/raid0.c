@@ -36,7 +36,7 @@ static unsigned
 raid0_map(const struct raid_geom *g, uint64_t chunk_no, struct raid_loc *locs)
 {
 	locs[0].member = chunk_no % g->nr_members;
-	locs[0].chunk = chunk_no / g->nr_members;
+	locs[0].member_chunk = chunk_no / g->nr_members;
 	return 1;
 }
 
@@ -47,6 +47,6 @@ const struct raid_layout raid0_layout = {
 	.setup       = raid0_setup,
 	.map         = raid0_map,
 	.layout_name = layout_no_name,
-	.read        = layout_read_one,
-	.write       = layout_write_all,
+	.read        = copies_read,
+	.write       = copies_write,
 };

@@ -38,7 +38,7 @@ raid1_map(const struct raid_geom *g, uint64_t chunk_no, struct raid_loc *locs)
 {
 	for (unsigned i = 0; i < g->nr_members; i++) {
 		locs[i].member = i;
-		locs[i].chunk = chunk_no;
+		locs[i].member_chunk = chunk_no;
 	}
 	return g->nr_members;
 }
@@ -51,6 +51,6 @@ const struct raid_layout raid1_layout = {
 	.setup       = raid1_setup,
 	.map         = raid1_map,
 	.layout_name = layout_no_name,
-	.read        = layout_read_one,
-	.write       = layout_write_all,
+	.read        = copies_read,
+	.write       = copies_write,
 };

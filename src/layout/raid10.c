@@ -137,6 +137,6 @@ const struct raid_layout raid10_layout = {
 	.setup       = raid10_setup,
 	.map         = raid10_map,
 	.layout_name = raid10_layout_name,
-	.read        = layout_read_one,
-	.write       = layout_write_all,
+	.read        = copies_read,
+	.write       = copies_write,
 };

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "array.h"
+#include "io/batch.h"
 #include "io/bounce.h"
 #include "layout.h"
 #include "parity.h"
@@ -115,7 +116,7 @@ raid5_map(const struct raid_geom *g, uint64_t chunk_no, struct raid_loc *locs)
 		d++;
 	}
 	locs[0].member = d;
-	locs[0].chunk = stripe;
+	locs[0].member_chunk = stripe;
 	return 1;
 }
 
@@ -133,10 +134,11 @@ raid5_layout_name(const struct raid_geom *g, char *buf, size_t len)
 
 /* ---- the data path ----------------------------------------------------
  *
- * The core hands raid5 one piece per stripe.  A read reads each chunk's
- * range from its data member.  A write locks the stripe, then works column
- * slice by column slice (at most RAID5_SLICE bytes of the chunk column, so
- * scratch memory stays bounded with 16M chunks):
+ * Reads are the core's: it cuts them at chunk boundaries and copies_read()
+ * reads each from its data member.  Writes, trims and zeros come one piece
+ * per stripe.  A write locks the stripe, then works column slice by column
+ * slice (at most RAID5_SLICE bytes of the chunk column, so scratch memory
+ * stays bounded with 16M chunks):
  *
  *   for data index j, w_j = the part of the slice the write covers
  *   read-modify-write: reads P and old D_j over every non-empty w_j;
@@ -148,9 +150,11 @@ raid5_layout_name(const struct raid_geom *g, char *buf, size_t len)
  *
  * then writes new data and parity in one batch (with FUA when asked) and
  * unlocks.  Trim and zero of whole stripes go to every member, parity
- * included (all zero is consistent); zero of part of a stripe is a write
- * of zeros; trim of part of a stripe does nothing (trim is advisory, and
- * punching data without parity would break the stripe).
+ * included (all zero is consistent; a member that refuses the mode is
+ * zeroed another way: batch_run_discard); zero of part of a stripe is a
+ * write of zeros; trim of part of a stripe does nothing (trim is advisory,
+ * and punching data without parity would break the stripe).  FUA on trim
+ * and zero is the core's: it flushes every member the request changed.
  */
 
 #define RAID5_SLICE (1u << 20)
@@ -163,43 +167,29 @@ struct slice {
 	const uint8_t *src[RAID_MAX_MEMBERS]; /* new bytes at ws[j] */
 };
 
-static int
-raid5_read(struct raid_array *a, struct raid_batch *b,
-	   const struct raid_piece *p)
-{
-	uint64_t chunk_no = p->chunk_no;
-	uint32_t in = p->in_chunk, left = p->len;
-	uint8_t *buf = p->buf;
-	int r = 0;
-
-	while (left && r == 0) {
-		struct raid_piece c = *p;
-
-		c.chunk_no = chunk_no++;
-		c.in_chunk = in;
-		c.len = MIN(left, a->chunk - in);
-		c.buf = buf;
-		r = layout_read_one(a, b, &c);
-		buf += c.len;
-		left -= c.len;
-		in = 0;
-	}
-	return r;
-}
-
-static unsigned
-data_member(const struct raid_array *a, uint64_t stripe, unsigned j)
+/* The member holding data index j of a stripe. */
+static struct raid_member *
+data_member(struct raid_array *a, uint64_t stripe, unsigned j)
 {
 	struct raid_loc loc;
 
 	raid5_map(&a->g, stripe * (a->nr_members - 1) + j, &loc);
-	return loc.member;
+	return &a->members[loc.member];
 }
 
-static uint64_t
-member_off(const struct raid_array *a, uint64_t stripe, uint32_t in)
+static struct raid_member *
+parity_member(struct raid_array *a, uint64_t stripe)
 {
-	return a->data_offset + (stripe << a->g.chunk_shift) + in;
+	return &a->members[raid5_parity_member(&a->g, stripe)];
+}
+
+/* Member byte offset of `in` bytes into any chunk of a stripe. */
+static uint64_t
+stripe_offset(const struct raid_array *a, uint64_t stripe, uint32_t in)
+{
+	struct raid_loc row = { 0, stripe };
+
+	return geom_member_offset(&a->g, &row, in);
 }
 
 /* Which reads: 1 = read-modify-write is cheaper, 0 = reconstruct-write. */
@@ -220,30 +210,29 @@ slice_use_rmw(const struct raid_array *a, const struct slice *sl)
 
 /* Queue the reads a slice needs into the batch; bufs are slice-sized. */
 static int
-slice_reads(struct raid_array *a, struct raid_batch *b,
-	    const struct slice *sl, bool rmw, uint8_t **bufs, uint8_t *pbuf)
+slice_reads(struct raid_array *a, struct batch *b, const struct slice *sl,
+	    bool rmw, uint8_t **bufs, uint8_t *pbuf)
 {
 	unsigned nd = a->nr_members - 1;
 	uint32_t len = sl->b - sl->a;
 	int r = 0;
 
 	if (rmw) {
-		r = batch_add(b, &a->members[raid5_parity_member(&a->g, sl->stripe)],
-			      IO_READ, 0, pbuf, len,
-			      member_off(a, sl->stripe, sl->a));
+		r = batch_read(b, parity_member(a, sl->stripe), pbuf, len,
+			       stripe_offset(a, sl->stripe, sl->a));
 	}
 	for (unsigned j = 0; j < nd && r == 0; j++) {
-		struct raid_member *m = &a->members[data_member(a, sl->stripe, j)];
+		struct raid_member *m = data_member(a, sl->stripe, j);
 		bool touched = sl->we[j] > sl->ws[j];
 		bool full = sl->ws[j] == sl->a && sl->we[j] == sl->b;
 
 		if (rmw && touched) {
-			r = batch_add(b, m, IO_READ, 0, bufs[j] + (sl->ws[j] - sl->a),
-				      sl->we[j] - sl->ws[j],
-				      member_off(a, sl->stripe, sl->ws[j]));
+			r = batch_read(b, m, bufs[j] + (sl->ws[j] - sl->a),
+				       sl->we[j] - sl->ws[j],
+				       stripe_offset(a, sl->stripe, sl->ws[j]));
 		} else if (!rmw && !full) {
-			r = batch_add(b, m, IO_READ, 0, bufs[j], len,
-				      member_off(a, sl->stripe, sl->a));
+			r = batch_read(b, m, bufs[j], len,
+				       stripe_offset(a, sl->stripe, sl->a));
 		}
 	}
 	return r;
@@ -287,17 +276,41 @@ slice_parity(struct raid_array *a, const struct slice *sl, bool rmw,
 	return r;
 }
 
+/* Queue the slice's new data and parity. */
+static int
+slice_writes(struct raid_array *a, struct batch *b, const struct slice *sl,
+	     unsigned fua, const uint8_t *pbuf)
+{
+	unsigned nd = a->nr_members - 1;
+	int r = 0;
+
+	for (unsigned j = 0; j < nd && r == 0; j++) {
+		if (sl->we[j] > sl->ws[j]) {
+			r = batch_write(b, data_member(a, sl->stripe, j),
+					sl->src[j], sl->we[j] - sl->ws[j],
+					stripe_offset(a, sl->stripe, sl->ws[j]),
+					fua);
+		}
+	}
+	if (r == 0) {
+		r = batch_write(b, parity_member(a, sl->stripe), pbuf,
+				sl->b - sl->a,
+				stripe_offset(a, sl->stripe, sl->a), fua);
+	}
+	return r;
+}
+
 /* Read what the slice needs, compute parity, write data and parity. */
 static int
-raid5_write_slice(struct raid_array *a, struct raid_batch *b,
+raid5_write_slice(struct raid_array *a, struct batch *b,
 		  const struct slice *sl, uint32_t flags)
 {
 	unsigned nd = a->nr_members - 1;
 	uint32_t len = sl->b - sl->a;
-	unsigned fua = (flags & RAID_FUA) ? IO_FUA : 0;
 	bool rmw = slice_use_rmw(a, sl);
 	uint8_t *bufs[RAID_MAX_MEMBERS], *pbuf, *tmp;
-	uint8_t *s = bounce_get(BOUNCE_PARITY, (size_t)(nd + 3) * len, 4096);
+	uint8_t *s = bounce_get(BOUNCE_PARITY, (size_t)(nd + 3) * len,
+				IO_BUF_ALIGN);
 	int r;
 
 	if (!s) {
@@ -308,27 +321,15 @@ raid5_write_slice(struct raid_array *a, struct raid_batch *b,
 	}
 	pbuf = s + (size_t)nd * len;
 	tmp = pbuf + len; /* two slices: new data, then the XOR */
-	batch_reset(b);
 	r = slice_reads(a, b, sl, rmw, bufs, pbuf);
-	if (r == 0 && b->nr) {
+	if (r == 0) {
 		r = batch_run(b);
 	}
 	if (r == 0) {
 		r = slice_parity(a, sl, rmw, bufs, pbuf, tmp);
 	}
-	batch_reset(b);
-	for (unsigned j = 0; j < nd && r == 0; j++) {
-		if (sl->we[j] > sl->ws[j]) {
-			r = batch_add(b, &a->members[data_member(a, sl->stripe, j)],
-				      IO_WRITE, fua, (void *)sl->src[j],
-				      sl->we[j] - sl->ws[j],
-				      member_off(a, sl->stripe, sl->ws[j]));
-		}
-	}
 	if (r == 0) {
-		r = batch_add(b, &a->members[raid5_parity_member(&a->g, sl->stripe)],
-			      IO_WRITE, fua, pbuf, len,
-			      member_off(a, sl->stripe, sl->a));
+		r = slice_writes(a, b, sl, (flags & RAID_FUA) ? IO_FUA : 0, pbuf);
 	}
 	if (r == 0) {
 		r = batch_run(b);
@@ -344,40 +345,43 @@ slice_init(const struct raid_array *a, const struct raid_piece *p,
 {
 	unsigned nd = a->nr_members - 1;
 	uint64_t first = p->chunk_no % nd; /* data index where the piece starts */
-	uint64_t start = first * a->chunk + p->in_chunk, end = start + p->len;
+	uint64_t start = first * a->chunk_bytes + p->in_chunk;
+	uint64_t end = start + p->len;
 
 	sl->stripe = p->chunk_no / nd;
 	sl->a = a0;
 	sl->b = a0 + alen;
 	for (unsigned j = 0; j < nd; j++) {
-		uint64_t lo = MAX(start, (uint64_t)j * a->chunk + sl->a);
-		uint64_t hi = MIN(end, (uint64_t)j * a->chunk + sl->b);
+		uint64_t lo = MAX(start, (uint64_t)j * a->chunk_bytes + sl->a);
+		uint64_t hi = MIN(end, (uint64_t)j * a->chunk_bytes + sl->b);
 
 		if (lo >= hi) {
 			sl->ws[j] = sl->we[j] = sl->a;
 			sl->src[j] = NULL;
 			continue;
 		}
-		sl->ws[j] = lo - (uint64_t)j * a->chunk;
-		sl->we[j] = hi - (uint64_t)j * a->chunk;
+		sl->ws[j] = lo - (uint64_t)j * a->chunk_bytes;
+		sl->we[j] = hi - (uint64_t)j * a->chunk_bytes;
 		sl->src[j] = zeros ? zeros : (const uint8_t *)p->buf + (lo - start);
 	}
 }
 
-/* Write (or write zeros over) a piece: lock the stripe, slice by slice. */
+/*
+ * Write (or write zeros over) a piece: lock the stripe, slice by slice.
+ * zeros, if given, is a buffer of zeros of at least the piece's length.
+ */
 static int
-raid5_write_piece(struct raid_array *a, struct raid_batch *b,
+raid5_write_piece(struct raid_array *a, struct batch *b,
 		  const struct raid_piece *p, const uint8_t *zeros)
 {
-	unsigned nd = a->nr_members - 1;
-	uint64_t stripe = p->chunk_no / nd;
+	uint64_t stripe = p->chunk_no / (a->nr_members - 1);
 	/* The column the piece touches: all of it once it spans chunks. */
 	uint32_t lo = p->in_chunk, hi = p->in_chunk + p->len;
 	int r = 0;
 
-	if (hi > a->chunk) {
+	if (hi > a->chunk_bytes) {
 		lo = 0;
-		hi = a->chunk;
+		hi = a->chunk_bytes;
 	}
 	stripe_lock(&a->stripe_locks, stripe);
 	for (uint32_t x = lo; x < hi && r == 0; x += RAID5_SLICE) {
@@ -387,42 +391,34 @@ raid5_write_piece(struct raid_array *a, struct raid_batch *b,
 		r = raid5_write_slice(a, b, &sl, p->flags);
 	}
 	stripe_unlock(&a->stripe_locks, stripe);
+	bounce_put(BOUNCE_PARITY);
 	return r;
 }
 
 /* Trim or zero a whole stripe: every member's row, parity included. */
 static int
-raid5_discard_stripe(struct raid_array *a, struct raid_batch *b,
+raid5_discard_stripe(struct raid_array *a, struct batch *b,
 		     const struct raid_piece *p)
 {
 	uint64_t stripe = p->chunk_no / (a->nr_members - 1);
 	int r = 0;
 
-	batch_reset(b);
 	stripe_lock(&a->stripe_locks, stripe);
 	for (unsigned m = 0; m < a->nr_members && r == 0; m++) {
-		r = batch_add(b, &a->members[m], p->op, 0, NULL, a->chunk,
-			      member_off(a, stripe, 0));
+		r = batch_discard(b, &a->members[m], p->op, a->chunk_bytes,
+				  stripe_offset(a, stripe, 0));
 	}
 	if (r == 0) {
-		r = batch_run(b);
-	}
-	/* fallocate has no FUA: flush every member, after it completed. */
-	batch_reset(b);
-	for (unsigned m = 0; m < a->nr_members && r == 0 &&
-			     (p->flags & RAID_FUA); m++) {
-		r = batch_add(b, &a->members[m], IO_FLUSH, 0, NULL, 0, 0);
-	}
-	if (r == 0 && b->nr) {
-		r = batch_run(b);
+		r = batch_run_discard(b);
 	}
 	stripe_unlock(&a->stripe_locks, stripe);
 	batch_reset(b);
 	return r;
 }
 
+/* Zero part of a stripe: write zeros, data and parity. */
 static int
-raid5_zero_part(struct raid_array *a, struct raid_batch *b,
+raid5_zero_part(struct raid_array *a, struct batch *b,
 		const struct raid_piece *p)
 {
 	uint8_t *zeros;
@@ -432,7 +428,7 @@ raid5_zero_part(struct raid_array *a, struct raid_batch *b,
 		return -ENOTSUP; /* only whole stripes zero without writing */
 	}
 	/* Aligned: O_DIRECT members take it as it is. */
-	if (posix_memalign((void **)&zeros, 4096, p->len) != 0) {
+	if (posix_memalign((void **)&zeros, IO_BUF_ALIGN, p->len) != 0) {
 		return -ENOMEM;
 	}
 	memset(zeros, 0, p->len);
@@ -442,11 +438,11 @@ raid5_zero_part(struct raid_array *a, struct raid_batch *b,
 }
 
 static int
-raid5_write(struct raid_array *a, struct raid_batch *b,
-	    const struct raid_piece *p)
+raid5_write(struct raid_array *a, struct batch *b, const struct raid_piece *p)
 {
-	bool whole = p->in_chunk == 0 && p->chunk_no % (a->nr_members - 1) == 0 &&
-		     p->len == a->piece_bytes;
+	bool whole = p->in_chunk == 0 &&
+		     p->chunk_no % (a->nr_members - 1) == 0 &&
+		     p->len == a->write_piece_bytes;
 
 	switch (p->op) {
 	case IO_WRITE:
@@ -468,6 +464,6 @@ const struct raid_layout raid5_layout = {
 	.setup         = raid5_setup,
 	.map           = raid5_map,
 	.layout_name   = raid5_layout_name,
-	.read          = raid5_read,
+	.read          = copies_read,
 	.write         = raid5_write,
 };

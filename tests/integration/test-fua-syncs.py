@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """FUA and flush make the plugin sync the members it wrote, as seen by
-strace (io=psync, where member I/O is plain syscalls).
+strace (io=psync, where member I/O is plain syscalls); zero and trim with
+FUA sync every member they changed, on every level (RAID 5 included).
 
 test-fua-kill.py shows acknowledged data left the process; this shows it
 was also pushed to stable storage: after a FUA write, every member written
@@ -57,7 +58,7 @@ class Strace:
         self.proc = subprocess.Popen(
             ["strace", "-f", "-qq", "-p", str(self.pid), "-o", self.log,
              "-e", "trace=fsync,fdatasync,sync_file_range,syncfs,pwrite64,"
-             "pwritev,pwritev2,write,writev"],
+             "pwritev,pwritev2,write,writev,fallocate,ioctl"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE)
         deadline = time.monotonic() + 10
@@ -99,13 +100,16 @@ class Strace:
 
 
 def summarise(calls, fds):
-    """{member: (wrote, synced)} from strace calls on member fds."""
+    """{member: (changed, synced)} from strace calls on member fds: a
+    write, fallocate or ioctl (BLKDISCARD ...) changes; a sync syncs, and
+    so does a write with RWF_DSYNC."""
     res = {}
     for name, fd, line in calls:
         if fd not in fds:
             continue
         w, s = res.get(fds[fd], (False, False))
-        if name.startswith("pwrite") or name.startswith("write"):
+        if name.startswith("pwrite") or name.startswith("write") or \
+                name in ("fallocate", "ioctl"):
             w = True
             if "RWF_DSYNC" in line or "RWF_SYNC" in line:
                 s = True
@@ -113,6 +117,49 @@ def summarise(calls, fds):
             s = True
         res[fds[fd]] = (w, s)
     return res
+
+
+def check_synced(st, fds, dsync, what):
+    """Every member changed during st was synced before the reply."""
+    res = summarise(st.calls(), fds)
+    for m, (w, s) in res.items():
+        ok = not w or s or any(fds[fd] == m for fd in dsync)
+        t.check(ok, "%s: member %d changed but not synced before the "
+                "reply; strace:\n%s" % (what, m, "\n".join(
+                    ln for _, _, ln in st.calls())))
+    t.check(any(w for w, _ in res.values()),
+            "%s: strace saw no member change at all: %s" % (what, res))
+    return res
+
+
+def discard_fua(d, rng, geo):
+    """Zero (plain, may_trim) and trim with FUA, whole stripes and a part
+    of one: every member they changed is synced before the reply."""
+    paths = t.make_members(d, geo.sizes, prefix="z%d-" % geo.level)
+    params = geo.params() + ["member=%s" % p for p in paths] + ["io=psync"]
+    stripe = geo.stripe_span(0)[1] - geo.stripe_span(0)[0] \
+        if geo.level == 5 else geo.chunk * geo.n
+    with t.Server(params) as srv:
+        h = srv.connect()
+        h.pwrite(t.pattern(rng, 4 * stripe), 0)
+        h.flush()
+        fds, dsync = member_fds(srv.proc.pid, paths)
+        cases = [("zero", 0, stripe, nbd.CMD_FLAG_NO_HOLE),
+                 ("zero may_trim", stripe, 2 * stripe, 0),
+                 ("trim", 0, 2 * stripe, 0),
+                 ("zero part", 3 * stripe + 100, 5000, 0)]
+        for what, off, n, flags in cases:
+            log = os.path.join(d, "%d-%s.log" % (geo.level, what))
+            with Strace(srv.proc.pid, log) as st:
+                if what.startswith("trim"):
+                    h.trim(n, off, flags=flags | nbd.CMD_FLAG_FUA)
+                else:
+                    h.zero(n, off, flags=flags | nbd.CMD_FLAG_FUA)
+            res = check_synced(st, fds, dsync, "raid%d %s FUA" %
+                               (geo.level, what))
+            print("ok raid%d %s with FUA syncs what it changed: %s" %
+                  (geo.level, what, res))
+        srv.stop()
 
 
 def main():
@@ -163,6 +210,11 @@ def main():
                                 m, "\n".join(ln for _, _, ln in st.calls())))
             print("ok flush syncs the members written since: %s" % res)
             srv.stop()
+        for geo in (t.Geometry(5, [2 * MiB] * 4, 64 * KiB),
+                    t.Geometry(1, [2 * MiB] * 2, 64 * KiB),
+                    t.Geometry(0, [2 * MiB] * 3, 64 * KiB),
+                    t.Geometry(10, [2 * MiB] * 3, 64 * KiB, "f2")):
+            discard_fua(d, rng, geo)
 
 
 t.run_main(main)

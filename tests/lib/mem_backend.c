@@ -77,6 +77,9 @@ mem_one(struct io_req *r)
 	if (mm->fail_always || (mm->fail_at && mm->ops == mm->fail_at)) {
 		return -mm->fail_errno;
 	}
+	if (mm->refuse_ops & (1u << r->op)) {
+		return -EOPNOTSUPP;
+	}
 	if (mem_refuses(r)) {
 		return -EINVAL;
 	}
@@ -131,7 +134,7 @@ mem_members_create_sizes(unsigned n, const uint64_t *sizes)
 		m[i].path = malloc(32);
 		snprintf(m[i].path, 32, "mem%u", i);
 		m[i].size = sizes[i];
-		m[i].mem_align = m[i].io_align = 1;
+		m[i].mem_align = m[i].io_align = m[i].discard_align = 1;
 		m[i].be = &mem_backend;
 		m[i].priv = mm;
 		m[i].ino = i + 1; /* distinct identities */

@@ -1,7 +1,8 @@
 /*
  * mem_backend.h: in-memory members behind struct io_backend, for unit tests
  * without files, root or io_uring.  Each member can be told to fail its
- * n-th request (or every request) with a chosen errno; every request is
+ * n-th request (or every request) with a chosen errno, or refuse some ops
+ * (EOPNOTSUPP, as a filesystem without punch hole); every request is
  * counted by op (a vectored one once, whatever its segments), and the flags
  * of writes and the iovec segments of vectored requests are recorded.  Like
  * the kernel, a member refuses (EINVAL) a request of more than IO_MAX_IOV
@@ -28,6 +29,8 @@ struct mem_member {
 	bool fail_always;
 	int fail_errno;        /* positive errno */
 	unsigned delay_us;     /* sleep before each request: widen races */
+	unsigned refuse_ops;   /* 1 << op: refused with EOPNOTSUPP, as a
+				  filesystem refuses an fallocate mode */
 };
 
 extern const struct io_backend mem_backend;

@@ -17,6 +17,9 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "array.h"
 #include "mem_backend.h"
@@ -51,7 +54,7 @@ make_array_at(struct fixture *f, int level, const char *layout, unsigned n,
 	raid_config_init(&f->cfg);
 	f->cfg.member_size = cfg_member_size;
 	f->cfg.level = level;
-	f->cfg.chunk = CHUNK;
+	f->cfg.chunk_bytes = CHUNK;
 	f->cfg.layout = layout ? strdup(layout) : NULL;
 	f->cfg.data_offset = data_offset;
 	f->n = n;
@@ -256,7 +259,7 @@ test_array_raid1_rounds_to_64k(void **state)
 	(void)state;
 	raid_config_init(&cfg);
 	cfg.level = 1;
-	cfg.chunk = 512u << 10;
+	cfg.chunk_bytes = 512u << 10;
 	assert_int_equal(array_create(&cfg, m, 2, &a), 0);
 	assert_int_equal(a->size, (1u << 20) + (64u << 10));
 	raid_get_info(a, &info);
@@ -277,7 +280,7 @@ test_array_size_uses_smallest_member(void **state)
 	(void)state;
 	raid_config_init(&cfg);
 	cfg.level = 0;
-	cfg.chunk = CHUNK;
+	cfg.chunk_bytes = CHUNK;
 	assert_int_equal(array_create(&cfg, m, 3, &a), 0);
 	assert_int_equal(a->size, 3 * 7 * CHUNK);
 	raid_close(a);
@@ -304,7 +307,7 @@ test_array_refuses_member_smaller_than_chunk(void **state)
 	(void)state;
 	raid_config_init(&cfg);
 	cfg.level = 0;
-	cfg.chunk = CHUNK;
+	cfg.chunk_bytes = CHUNK;
 	assert_int_equal(array_create(&cfg, m, 2, &a), -EINVAL);
 	assert_string_equal(last_error,
 			    "member 1 (mem1): size 4095 is smaller than one chunk (4096)");
@@ -322,7 +325,7 @@ test_array_refuses_same_file_twice(void **state)
 	(void)state;
 	raid_config_init(&cfg);
 	cfg.level = 1;
-	cfg.chunk = CHUNK;
+	cfg.chunk_bytes = CHUNK;
 	m[2].fd = 99; /* identity is only compared for members with an fd */
 	m[0].fd = 98;
 	m[2].dev = m[0].dev;
@@ -560,121 +563,6 @@ test_array_vector_capped_at_iov_max(void **state)
 }
 
 /*
- * O_DIRECT members need every segment aligned, not only the whole: a
- * piece whose buffer or length is not aligned for the member starts a
- * request of its own instead of becoming a segment (mem_align 8 and
- * io_align 512 here, as statx might say).
- */
-static void
-test_array_unaligned_segment_is_not_merged(void **state)
-{
-	static uint8_t mem[65536] __attribute__((aligned(4096)));
-	struct raid_member *m = mem_members_create(1, 65536);
-	struct raid_batch b = { 0 };
-
-	(void)state;
-	m->mem_align = 8;
-	m->io_align = 512;
-	batch_reset(&b);
-	assert_int_equal(batch_add(&b, m, IO_READ, 0, mem, 512, 0), 0);
-	/* Buffer not 8-aligned: a request of its own. */
-	assert_int_equal(batch_add(&b, m, IO_READ, 0, mem + 1028, 512, 512), 0);
-	assert_int_equal(b.nr, 2);
-	/* Would vector a misaligned first segment: own request. */
-	assert_int_equal(batch_add(&b, m, IO_READ, 0, mem + 4096, 512, 1024), 0);
-	assert_int_equal(b.nr, 3);
-	/* Length not 512-aligned: own request... */
-	assert_int_equal(batch_add(&b, m, IO_READ, 0, mem + 8192, 256, 1536), 0);
-	assert_int_equal(b.nr, 4);
-	/* ...which still grows in one buffer, as before vectors... */
-	assert_int_equal(batch_add(&b, m, IO_READ, 0, mem + 8448, 256, 1792), 0);
-	assert_int_equal(b.nr, 4);
-	assert_int_equal(b.reqs[3].len, 512);
-	/* ...and, aligned now, takes an aligned segment. */
-	assert_int_equal(batch_add(&b, m, IO_READ, 0, mem + 12288, 512, 2048), 0);
-	assert_int_equal(b.nr, 4);
-	assert_int_equal(b.reqs[3].nr_iov, 2);
-	/* A segment may not grow by an unaligned length. */
-	assert_int_equal(batch_add(&b, m, IO_READ, 0, mem + 12800, 100, 2560), 0);
-	assert_int_equal(b.nr, 5);
-	/* Aligned: every segment reaches the member as it was queued. */
-	batch_reset(&b);
-	memset(mem, 0, sizeof(mem));
-	fill_random(mem_of(m)->data, 65536);
-	assert_int_equal(batch_add(&b, m, IO_READ, 0, mem + 4096, 1024, 512), 0);
-	assert_int_equal(batch_add(&b, m, IO_READ, 0, mem, 512, 1536), 0);
-	assert_int_equal(batch_add(&b, m, IO_READ, 0, mem + 512, 512, 2048), 0);
-	assert_int_equal(b.nr, 1);
-	assert_int_equal(b.reqs[0].nr_iov, 2);
-	assert_int_equal(batch_run(&b), 0);
-	assert_memory_equal(mem + 4096, mem_of(m)->data + 512, 1024);
-	assert_memory_equal(mem, mem_of(m)->data + 1536, 1024);
-	batch_fini(&b);
-	mem_members_free(m, 1);
-}
-
-/*
- * Many members' requests and segments interleaved, past every initial
- * capacity (reqs, segments, iovecs all reallocated while filling): each
- * vectored request still gets its own segments, in order.  Reads and
- * writes, checked against the members' bytes.
- */
-static void
-test_array_batch_vectors_survive_growth(void **state)
-{
-	enum { NM = 4, MSIZE = 1 << 20, STEPS = 3000 };
-	struct raid_member *m = mem_members_create(NM, MSIZE);
-	struct raid_batch b = { 0 };
-	uint64_t next[NM];
-	static uint8_t mem[STEPS * 512];
-	struct { unsigned m; uint64_t off, len; uint8_t *buf; } io[STEPS];
-
-	(void)state;
-	for (unsigned op = IO_READ; op <= IO_WRITE; op++) {
-		uint8_t *at = mem;
-		unsigned nreq_max = 0;
-
-		batch_reset(&b);
-		for (unsigned i = 0; i < NM; i++) {
-			fill_random(mem_of(&m[i])->data, MSIZE);
-			next[i] = t_rand(4096); /* ascending: no overlap */
-		}
-		fill_random(mem, sizeof(mem));
-		for (unsigned s = 0; s < STEPS; s++) {
-			unsigned k = t_rand(NM);
-			uint64_t len = 1 + t_rand(300);
-
-			if (t_rand(8) == 0) {
-				next[k] += 1 + t_rand(999); /* a new request */
-			}
-			/* Every other buffer skips a gap: a new segment. */
-			at += t_rand(2) * 7;
-			io[s].m = k;
-			io[s].off = next[k];
-			io[s].len = len;
-			io[s].buf = at;
-			assert_int_equal(batch_add(&b, &m[k], op, 0, at, len,
-						   next[k]), 0);
-			at += len;
-			next[k] += len;
-		}
-		assert_true(b.nr > 64 && b.nr < STEPS);
-		for (unsigned i = 0; i < b.nr; i++) {
-			nreq_max = MAX(nreq_max, b.reqs[i].nr_iov);
-		}
-		assert_true(nreq_max > 2);
-		assert_int_equal(batch_run(&b), 0);
-		for (unsigned s = 0; s < STEPS; s++) {
-			const uint8_t *d = mem_of(&m[io[s].m])->data + io[s].off;
-
-			assert_memory_equal(io[s].buf, d, io[s].len);
-		}
-	}
-	batch_fini(&b);
-	mem_members_free(m, NM);
-}
-
-/*
  * Big requests (up to 60 chunks) on every level: vectored member I/O,
  * mirrors' read balancing and RAID 5's per-stripe pieces stay byte-exact.
  */
@@ -858,6 +746,158 @@ test_array_stream_read_runs_on_idle_copy(void **state)
 	free_array(&f);
 }
 
+/*
+ * Trim and zero where one copy's member refuses the fallocate mode the
+ * others did: the copies must not diverge (the refuser is zeroed another
+ * way), and FUA still flushes the members that changed.
+ */
+static void
+test_array_discard_refused_by_one_copy_keeps_copies_equal(void **state)
+{
+	static const struct {
+		int level;
+		const char *layout;
+		unsigned n;
+	} geo[] = { { 1, NULL, 2 }, { 10, "n2", 4 }, { 10, "f2", 3 } };
+	uint8_t *model = NULL, *buf = NULL;
+
+	(void)state;
+	for (unsigned g = 0; g < 3; g++) {
+		for (unsigned refuser = 0; refuser < geo[g].n; refuser++) {
+			struct fixture f;
+			uint64_t size;
+			int r;
+
+			assert_int_equal(make_array(&f, geo[g].level, geo[g].layout,
+						    geo[g].n, 8 * CHUNK), 0);
+			size = f.a->size;
+			model = realloc(model, size);
+			buf = realloc(buf, size);
+			for (uint64_t i = 0; i < size; i++) {
+				model[i] = t_rand(255) + 1;
+			}
+			assert_int_equal(raid_pwrite(f.a, model, size, 0, 0), 0);
+			mem_of(&f.m[refuser])->refuse_ops =
+				1u << IO_TRIM | 1u << IO_PUNCH;
+			assert_int_equal(raid_trim(f.a, 3 * CHUNK, CHUNK, RAID_FUA), 0);
+			for (unsigned i = 0; i < geo[g].n; i++) {
+				struct mem_member *mm = mem_of(&f.m[i]);
+
+				if (i != refuser && mm->count[IO_TRIM]) {
+					assert_true(mm->count[IO_FLUSH] > 0);
+				}
+			}
+			/* Every copy equal: all trimmed to zero, or all kept. */
+			assert_int_equal(raid_pread(f.a, buf, size, 0, 0), 0);
+			for (uint64_t x = CHUNK; x < 4 * CHUNK; x++) {
+				assert_true(buf[x] == 0 || buf[x] == model[x]);
+				model[x] = buf[x];
+			}
+			check_members(&f, model);
+			/* Fast zero, the refuser refusing every mode. */
+			mem_of(&f.m[refuser])->refuse_ops |= 1u << IO_ZERO;
+			r = raid_zero(f.a, 2 * CHUNK, 5 * CHUNK + 10, RAID_FAST_ZERO);
+			assert_true(r == 0 || r == -ENOTSUP);
+			if (r == 0) {
+				memset(model + 5 * CHUNK + 10, 0, 2 * CHUNK);
+			}
+			check_members(&f, model);
+			/* Plain zero: done, one way or another, on every copy. */
+			assert_int_equal(raid_zero(f.a, CHUNK, 100, RAID_MAY_TRIM), 0);
+			memset(model + 100, 0, CHUNK);
+			check_members(&f, model);
+			free_array(&f);
+		}
+	}
+	free(model);
+	free(buf);
+}
+
+struct writer {
+	struct raid_array *a;
+	unsigned idx;
+	atomic_bool *stop;
+	atomic_uint *done;
+	unsigned max_s; /* stop on its own after this many seconds */
+};
+
+static void *
+aligned_writer(void *arg)
+{
+	struct writer *w = arg;
+	static _Alignas(4096) char buf[64 << 10];
+	struct timespec t0, now;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (!atomic_load(w->stop)) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec - t0.tv_sec >= w->max_s) {
+			break;
+		}
+		assert_int_equal(raid_pwrite(w->a, buf, sizeof(buf),
+					     (w->idx % 4) * sizeof(buf), 0), 0);
+		atomic_fetch_add(w->done, 1);
+	}
+	return NULL;
+}
+
+/*
+ * O_DIRECT members: an unaligned write (read-patch-write of its edge
+ * blocks) is answered while aligned writes from 8 threads keep coming,
+ * including ones to the blocks it patches; it must not wait for them to
+ * stop.  The writers stop on their own after WRITERS_MAX_S: the unaligned
+ * writes must all be done well before.
+ */
+static void
+test_array_unaligned_write_not_starved(void **state)
+{
+	enum { WRITERS = 8, UNALIGNED = 20, WRITERS_MAX_S = 20 };
+	pthread_t t[WRITERS];
+	struct writer w[WRITERS];
+	atomic_bool stop = false;
+	atomic_uint done = 0;
+	struct timespec t0, t1;
+	struct fixture f;
+	char small[100];
+	unsigned writes_before;
+
+	(void)state;
+	assert_int_equal(make_array(&f, 1, NULL, 2, 64 * CHUNK), 0);
+	raid_close(f.a);
+	for (unsigned i = 0; i < 2; i++) {
+		f.m[i].mem_align = f.m[i].io_align = 512;
+		mem_of(&f.m[i])->delay_us = 200;
+	}
+	assert_int_equal(array_create(&f.cfg, f.m, 2, &f.a), 0);
+	for (unsigned i = 0; i < WRITERS; i++) {
+		w[i] = (struct writer){ f.a, i, &stop, &done, WRITERS_MAX_S };
+		pthread_create(&t[i], NULL, aligned_writer, &w[i]);
+	}
+	while (atomic_load(&done) < 4 * WRITERS) {
+		usleep(1000);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	memset(small, 0x5a, sizeof(small));
+	for (unsigned i = 0; i < UNALIGNED; i++) {
+		writes_before = atomic_load(&done);
+		assert_int_equal(raid_pwrite(f.a, small, sizeof(small),
+					     1000 + i * 13000, 0), 0);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		/* The aligned writers were still running meanwhile. */
+		assert_true(atomic_load(&done) > writes_before);
+		if (t1.tv_sec - t0.tv_sec > WRITERS_MAX_S / 2) {
+			print_error("%u unaligned writes took over %d s\n", i + 1,
+				    WRITERS_MAX_S / 2);
+			fail();
+		}
+	}
+	atomic_store(&stop, true);
+	for (unsigned i = 0; i < WRITERS; i++) {
+		pthread_join(t[i], NULL);
+	}
+	free_array(&f);
+}
+
 /* Requests past the end are refused before any member I/O. */
 static void
 test_array_refuses_out_of_range(void **state)
@@ -886,7 +926,7 @@ test_array_check_counts_differing_copies(void **state)
 	memset(buf, 0x5a, sizeof(buf));
 	assert_int_equal(raid_pwrite(f.a, buf, sizeof(buf), 0, 0), 0);
 	assert_int_equal(raid_check(f.a, &res), 0);
-	assert_string_equal(res.unit, "chunk");
+	assert_int_equal(res.unit, RAID_CHECK_CHUNK);
 	assert_int_equal(res.units, f.a->g.array_chunks);
 	assert_int_equal(res.mismatched, 0);
 	/* Damage the far copy of chunk 5. */
@@ -899,7 +939,7 @@ test_array_check_counts_differing_copies(void **state)
 	/* RAID 0 has nothing to check. */
 	assert_int_equal(make_array(&f, 0, NULL, 2, 8 * CHUNK), 0);
 	assert_int_equal(raid_check(f.a, &res), 0);
-	assert_string_equal(res.unit, "none");
+	assert_int_equal(res.unit, RAID_CHECK_NONE);
 	assert_int_equal(res.units, 0);
 	free_array(&f);
 }
@@ -923,14 +963,14 @@ main(void)
 		cmocka_unit_test(test_array_striped_1m_is_one_member_io_each),
 		cmocka_unit_test(test_array_vectored_error_propagates),
 		cmocka_unit_test(test_array_vector_capped_at_iov_max),
-		cmocka_unit_test(test_array_unaligned_segment_is_not_merged),
-		cmocka_unit_test(test_array_batch_vectors_survive_growth),
 		cmocka_unit_test(test_array_big_requests_every_level),
 		cmocka_unit_test(test_array_raid10_read_is_one_io_per_pair),
 		cmocka_unit_test(test_array_read_balances_to_least_busy_copy),
 		cmocka_unit_test(test_array_stream_read_runs_on_idle_copy),
 		cmocka_unit_test(test_array_refuses_out_of_range),
 		cmocka_unit_test(test_array_check_counts_differing_copies),
+		cmocka_unit_test(test_array_discard_refused_by_one_copy_keeps_copies_equal),
+		cmocka_unit_test(test_array_unaligned_write_not_starved),
 	};
 
 	raid_set_log(capture_log);

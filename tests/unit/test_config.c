@@ -82,14 +82,14 @@ test_config_chunk_bounds(void **state)
 
 	(void)state;
 	raid_config_init(&c);
-	assert_int_equal(c.chunk, RAID_DEFAULT_CHUNK);
+	assert_int_equal(c.chunk_bytes, RAID_DEFAULT_CHUNK);
 	for (unsigned i = 0; i < 5; i++) {
 		assert_int_equal(raid_config_set(&c, "chunk", bad[i]), -EINVAL);
 		assert_non_null(strstr(last_error, "must be a power of two from 4K to 16M"));
 		assert_non_null(strstr(last_error, bad[i]));
 	}
 	assert_int_equal(raid_config_set(&c, "chunk", "16M"), 0);
-	assert_int_equal(c.chunk, 16u << 20);
+	assert_int_equal(c.chunk_bytes, 16u << 20);
 	raid_config_free(&c);
 }
 
@@ -249,7 +249,7 @@ test_config_file_loads(void **state)
 	assert_int_equal(raid_config_set(&c, "config", path), 0);
 	assert_int_equal(c.level, 10);
 	assert_string_equal(c.layout, "f2");
-	assert_int_equal(c.chunk, 65536);
+	assert_int_equal(c.chunk_bytes, 65536);
 	assert_int_equal(c.nr_members, 2);
 	snprintf(expect, sizeof(expect), "%s/m0.img", dir);
 	assert_string_equal(c.members[0], expect);

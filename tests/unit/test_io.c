@@ -49,7 +49,7 @@ make_config_sized(struct raid_config *c, const char *where, int level,
 
 	raid_config_init(c);
 	c->level = level;
-	c->chunk = chunk;
+	c->chunk_bytes = chunk;
 	c->io = io;
 	c->direct = direct;
 	for (unsigned i = 0; i < n; i++) {

@@ -174,7 +174,7 @@ model_put(struct model *m, unsigned chunk, unsigned member, unsigned row)
 		   chunk);
 	m->grid[member][row] = (int)chunk;
 	m->place[chunk][m->nr_places[chunk]++] =
-		(struct raid_loc){ .member = member, .chunk = row };
+		(struct raid_loc){ .member = member, .member_chunk = row };
 	if (chunk >= m->nr_chunks) {
 		m->nr_chunks = chunk + 1;
 	}
@@ -387,7 +387,7 @@ code_grid(const struct tcase *t, int grid[MAX_N][MAX_ROWS])
 
 		for (unsigned c = 0; c < nr; c++) {
 			unsigned d = locs[c].member;
-			uint64_t r = locs[c].chunk;
+			uint64_t r = locs[c].member_chunk;
 
 			check_true(d < t->n && r < t->rows,
 				   "chunk %" PRIu64 " copy %u at member %u "
@@ -437,8 +437,8 @@ loc_cmp(const struct raid_loc *a, const struct raid_loc *b)
 	if (a->member != b->member) {
 		return a->member < b->member ? -1 : 1;
 	}
-	if (a->chunk != b->chunk) {
-		return a->chunk < b->chunk ? -1 : 1;
+	if (a->member_chunk != b->member_chunk) {
+		return a->member_chunk < b->member_chunk ? -1 : 1;
 	}
 	return 0;
 }
@@ -465,17 +465,17 @@ check_chunk(const struct tcase *t, uint64_t k)
 	unsigned nr, copies = lcase_copies(t->lc, t->n);
 
 	for (unsigned i = 0; i <= RAID_MAX_COPIES; i++) {
-		locs[i] = (struct raid_loc){ .member = 999, .chunk = ~0ull };
+		locs[i] = (struct raid_loc){ .member = 999, .member_chunk = ~0ull };
 	}
 	nr = t->lc->layout->map(&t->g, k, locs);
 	check_eq(nr, copies, "chunk %" PRIu64 ": places", k);
 	check_eq(t->m.nr_places[k], copies, "chunk %" PRIu64 ": model", k);
 	check_eq(locs[nr].member, 999, "chunk %" PRIu64 ": wrote past", k);
 	for (unsigned c = 0; c < nr; c++) {
-		check_true(locs[c].member < t->n && locs[c].chunk < t->rows,
+		check_true(locs[c].member < t->n && locs[c].member_chunk < t->rows,
 			   "chunk %" PRIu64 " copy %u at member %u chunk %"
 			   PRIu64 ": outside", k, c, locs[c].member,
-			   locs[c].chunk);
+			   locs[c].member_chunk);
 		for (unsigned e = 0; e < c; e++) {
 			check_true(locs[e].member != locs[c].member,
 				   "chunk %" PRIu64 ": copies %u and %u both "
@@ -491,15 +491,15 @@ check_chunk(const struct tcase *t, uint64_t k)
 			   "chunk %" PRIu64 ": places differ from the model "
 			   "(sorted #%u: member %u chunk %" PRIu64 ", want "
 			   "member %u chunk %" PRIu64 ")", k, c,
-			   got[c].member, got[c].chunk, want[c].member,
-			   want[c].chunk);
+			   got[c].member, got[c].member_chunk, want[c].member,
+			   want[c].member_chunk);
 	}
 	for (unsigned c = 0; c < nr; c++) {
 		check_true(loc_cmp(&locs[c], &t->m.place[k][c]) == 0,
 			   "chunk %" PRIu64 " slot %u: member %u chunk %"
 			   PRIu64 ", md's order wants member %u chunk %" PRIu64,
-			   k, c, locs[c].member, locs[c].chunk,
-			   t->m.place[k][c].member, t->m.place[k][c].chunk);
+			   k, c, locs[c].member, locs[c].member_chunk,
+			   t->m.place[k][c].member, t->m.place[k][c].member_chunk);
 	}
 }
 
@@ -714,7 +714,7 @@ check_byte(const struct tcase *t, uint64_t b, unsigned c,
 	   const struct raid_loc *loc, uint64_t mbyte)
 {
 	const struct raid_loc *want = &t->m.place[b >> t->shift][c];
-	uint64_t want_byte = (want->chunk << t->shift) |
+	uint64_t want_byte = (want->member_chunk << t->shift) |
 			     (b & (((uint64_t)1 << t->shift) - 1));
 
 	if (loc->member != want->member || mbyte != want_byte) {
@@ -753,7 +753,7 @@ check_range(const struct tcase *t, uint64_t off, uint64_t len)
 		}
 		for (uint32_t x = 0; x < p[i].len; x++, b++) {
 			for (unsigned c = 0; c < copies; c++) {
-				uint64_t mbyte = (locs[c].chunk << t->shift) +
+				uint64_t mbyte = (locs[c].member_chunk << t->shift) +
 						 p[i].in_chunk + x;
 
 				check_byte(t, b, c, &locs[c], mbyte);
@@ -816,10 +816,10 @@ check_large(const struct lcase *lc, unsigned n, uint64_t rows)
 		check_eq(nr, lcase_copies(lc, n), "chunk %" PRIu64 ": places",
 			 k);
 		for (unsigned c = 0; c < nr; c++) {
-			check_true(locs[c].member < n && locs[c].chunk < rows,
+			check_true(locs[c].member < n && locs[c].member_chunk < rows,
 				   "chunk %" PRIu64 " copy %u at member %u "
 				   "chunk %" PRIu64 ": outside", k, c,
-				   locs[c].member, locs[c].chunk);
+				   locs[c].member, locs[c].member_chunk);
 			for (unsigned e = 0; e < c; e++) {
 				check_true(locs[e].member != locs[c].member,
 					   "chunk %" PRIu64 ": copies %u and "

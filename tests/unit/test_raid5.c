@@ -24,6 +24,7 @@
 
 #include "array.h"
 #include "helpers.h"
+#include "io/bounce.h"
 #include "layout.h"
 #include "mem_backend.h"
 #include "parity.h"
@@ -101,7 +102,7 @@ test_raid5_matches_md_pictures(void **state)
 				}
 				assert_int_equal(raid5_layout.map(&g, want, &loc), 1);
 				assert_int_equal(loc.member, m);
-				assert_int_equal(loc.chunk, s);
+				assert_int_equal(loc.member_chunk, s);
 			}
 		}
 	}
@@ -128,10 +129,10 @@ test_raid5_map_matches_model(void **state)
 						continue;
 					}
 					raid5_layout.map(&g, row[m], &loc);
-					if (loc.member != m || loc.chunk != s) {
+					if (loc.member != m || loc.member_chunk != s) {
 						print_error("%s n=%u chunk %lld: got (%u,%llu), want (%u,%llu)\n",
 							    names[a], n, row[m], loc.member,
-							    (unsigned long long)loc.chunk, m,
+							    (unsigned long long)loc.member_chunk, m,
 							    (unsigned long long)s);
 						fail();
 					}
@@ -293,7 +294,7 @@ r5_open(struct r5 *f, unsigned n, const char *layout, uint64_t member_size)
 {
 	raid_config_init(&f->cfg);
 	f->cfg.level = 5;
-	f->cfg.chunk = MCHUNK;
+	f->cfg.chunk_bytes = MCHUNK;
 	f->cfg.layout = layout ? strdup(layout) : NULL;
 	f->n = n;
 	f->m = mem_members_create(n, member_size);
@@ -545,6 +546,188 @@ test_raid5_full_stripe_write_reads_nothing(void **state)
 	r5_close(&f);
 }
 
+/*
+ * Zero and trim with FUA are durable on every member they changed before
+ * they return: whole stripes (fallocate, then a flush of each member) and
+ * part of a stripe (zeros written with FUA, data and parity).
+ */
+static void
+test_raid5_zero_trim_fua_sync_every_member(void **state)
+{
+	uint64_t sb = 3 * MCHUNK; /* one full stripe of data, 4 members */
+	static const struct {
+		bool trim;
+		uint64_t off, len;
+	} cases[] = {
+		{ false, 3 * MCHUNK, 6 * MCHUNK },  /* zero, two whole stripes */
+		{ true, 3 * MCHUNK, 6 * MCHUNK },   /* trim, two whole stripes */
+		{ false, 3 * MCHUNK + 100, 5000 },  /* zero, part of a stripe */
+	};
+
+	(void)state;
+	for (unsigned c = 0; c < 3; c++) {
+		struct r5 f;
+
+		r5_open(&f, 4, NULL, 4 * MCHUNK);
+		reset_counts(&f);
+		for (unsigned m = 0; m < 4; m++) {
+			mem_of(&f.m[m])->fua_writes = 0;
+		}
+		assert_int_equal(cases[c].trim
+					 ? raid_trim(f.a, cases[c].len, cases[c].off, RAID_FUA)
+					 : raid_zero(f.a, cases[c].len, cases[c].off, RAID_FUA),
+				 0);
+		for (unsigned m = 0; m < 4; m++) {
+			struct mem_member *mm = mem_of(&f.m[m]);
+			unsigned changed = mm->count[IO_WRITE] + mm->count[IO_TRIM] +
+					   mm->count[IO_ZERO] + mm->count[IO_PUNCH];
+			bool synced = mm->count[IO_FLUSH] > 0 ||
+				      (mm->count[IO_WRITE] &&
+				       mm->fua_writes == mm->count[IO_WRITE] &&
+				       changed == mm->count[IO_WRITE]);
+
+			if (changed && !synced) {
+				print_error("case %u: member %u changed (%u ops) but not synced (flushes %u, FUA writes %u)\n",
+					    c, m, changed, mm->count[IO_FLUSH],
+					    mm->fua_writes);
+				fail();
+			}
+			/* Whole stripes: every member holds a row of them. */
+			assert_true(cases[c].len % sb || changed > 0);
+		}
+		assert_parity(&f);
+		r5_close(&f);
+	}
+}
+
+/*
+ * Fast zero that cannot be done without writing (any part of a stripe)
+ * fails with ENOTSUP before anything changes, even when it also covers
+ * whole stripes that could be zeroed.
+ */
+static void
+test_raid5_fast_zero_partial_stripe_is_enotsup(void **state)
+{
+	uint64_t sb = 3 * MCHUNK;
+	uint8_t *buf = malloc(4 * sb), *got = malloc(4 * sb);
+	static const struct {
+		uint64_t off, len;
+	} cases[] = {
+		{ 100, 5000 },           /* inside one stripe */
+		{ 0, 2 * MCHUNK },       /* two of three chunks */
+		{ 3 * MCHUNK, 3 * MCHUNK + 1 }, /* a whole stripe and one byte */
+		{ 3 * MCHUNK - 1, 3 * MCHUNK + 1 }, /* one byte and a stripe */
+	};
+	struct r5 f;
+
+	(void)state;
+	r5_open(&f, 4, NULL, 5 * MCHUNK);
+	fill_random(buf, 4 * sb);
+	assert_int_equal(raid_pwrite(f.a, buf, 4 * sb, 0, 0), 0);
+	for (unsigned c = 0; c < 4; c++) {
+		reset_counts(&f);
+		assert_int_equal(raid_zero(f.a, cases[c].len, cases[c].off,
+					   RAID_FAST_ZERO),
+				 -ENOTSUP);
+		for (unsigned m = 0; m < 4; m++) {
+			struct mem_member *mm = mem_of(&f.m[m]);
+
+			assert_int_equal(mm->count[IO_WRITE] + mm->count[IO_ZERO] +
+						 mm->count[IO_PUNCH] + mm->count[IO_TRIM],
+					 0);
+		}
+		assert_int_equal(raid_pread(f.a, got, 4 * sb, 0, 0), 0);
+		assert_memory_equal(got, buf, 4 * sb);
+	}
+	/* Whole stripes are zeroed without a write. */
+	assert_int_equal(raid_zero(f.a, 2 * sb, sb, RAID_FAST_ZERO), 0);
+	memset(buf + sb, 0, 2 * sb);
+	assert_int_equal(raid_pread(f.a, got, 4 * sb, 0, 0), 0);
+	assert_memory_equal(got, buf, 4 * sb);
+	assert_parity(&f);
+	r5_close(&f);
+	free(buf);
+	free(got);
+}
+
+/*
+ * A member that refuses to punch (its filesystem lacks the mode) while the
+ * others punch: the stripe must stay consistent (the refuser's row is
+ * zeroed another way), and a FUA trim still flushes what was punched.
+ */
+static void
+test_raid5_trim_refused_by_one_member_keeps_parity(void **state)
+{
+	uint64_t sb = 3 * MCHUNK;
+	uint8_t *buf = malloc(4 * sb), *got = malloc(4 * sb);
+	struct r5 f;
+
+	(void)state;
+	for (unsigned refuser = 0; refuser < 4; refuser++) {
+		r5_open(&f, 4, NULL, 5 * MCHUNK);
+		fill_random(buf, 4 * sb);
+		assert_int_equal(raid_pwrite(f.a, buf, 4 * sb, 0, 0), 0);
+		mem_of(&f.m[refuser])->refuse_ops =
+			1u << IO_TRIM | 1u << IO_PUNCH;
+		reset_counts(&f);
+		assert_int_equal(raid_trim(f.a, 2 * sb, sb, RAID_FUA), 0);
+		assert_parity(&f);
+		assert_int_equal(raid_pread(f.a, got, 4 * sb, 0, 0), 0);
+		/* Trimmed bytes read old or zero; the rest is untouched. */
+		assert_memory_equal(got, buf, sb);
+		assert_memory_equal(got + 3 * sb, buf + 3 * sb, sb);
+		for (uint64_t x = sb; x < 3 * sb; x++) {
+			assert_true(got[x] == buf[x] || got[x] == 0);
+		}
+		for (unsigned m = 0; m < 4; m++) {
+			struct mem_member *mm = mem_of(&f.m[m]);
+
+			if (m != refuser && mm->count[IO_TRIM] + mm->count[IO_PUNCH]) {
+				assert_true(mm->count[IO_FLUSH] > 0);
+			}
+		}
+		/* Zero with the refuser refusing every fallocate mode. */
+		mem_of(&f.m[refuser])->refuse_ops |= 1u << IO_ZERO;
+		assert_int_equal(raid_zero(f.a, sb, 0, RAID_MAY_TRIM), 0);
+		assert_parity(&f);
+		assert_int_equal(raid_pread(f.a, got, sb, 0, 0), 0);
+		memset(buf, 0, sb);
+		assert_memory_equal(got, buf, sb);
+		r5_close(&f);
+	}
+	free(buf);
+	free(got);
+}
+
+/*
+ * The parity scratch of a large write (a 1M column of 3 data chunks: more
+ * than BOUNCE_KEEP) is given back when the write is done, as the O_DIRECT
+ * bounce buffer is: idle worker threads keep no large scratch.
+ */
+static void
+test_raid5_parity_scratch_given_back(void **state)
+{
+	enum { CH = 1 << 20 };
+	struct raid_config cfg;
+	struct raid_member *m = mem_members_create(4, 2 * CH);
+	struct raid_array *a;
+	uint8_t *buf = malloc(3 * CH);
+
+	(void)state;
+	raid_config_init(&cfg);
+	cfg.level = 5;
+	cfg.chunk_bytes = CH;
+	assert_int_equal(array_create(&cfg, m, 4, &a), 0);
+	fill_random(buf, 3 * CH);
+	/* Partial: reads old data, so the whole scratch is used. */
+	assert_int_equal(raid_pwrite(a, buf, 3 * CH - 4096, 4096, 0), 0);
+	assert_true(bounce_held(BOUNCE_PARITY) <= BOUNCE_KEEP);
+	raid_close(a);
+	mem_members_free(m, 4);
+	raid_config_free(&cfg);
+	free(buf);
+}
+
 /* nbdraid check: zero mismatches on a good array, exactly the bad stripes. */
 static void
 test_raid5_check_counts_bad_stripes(void **state)
@@ -558,7 +741,7 @@ test_raid5_check_counts_bad_stripes(void **state)
 	fill_random(buf, sizeof(buf));
 	assert_int_equal(raid_pwrite(f.a, buf, sizeof(buf), 1000, 0), 0);
 	assert_int_equal(raid_check(f.a, &res), 0);
-	assert_string_equal(res.unit, "stripe");
+	assert_int_equal(res.unit, RAID_CHECK_STRIPE);
 	assert_int_equal(res.units, 8);
 	assert_int_equal(res.mismatched, 0);
 	/* Flip bytes in stripes 2 (a data chunk) and 6 (on any member). */
@@ -585,6 +768,10 @@ main(void)
 		cmocka_unit_test(test_raid5_concurrent_writes_keep_parity),
 		cmocka_unit_test(test_raid5_full_stripe_write_reads_nothing),
 		cmocka_unit_test(test_raid5_check_counts_bad_stripes),
+		cmocka_unit_test(test_raid5_zero_trim_fua_sync_every_member),
+		cmocka_unit_test(test_raid5_fast_zero_partial_stripe_is_enotsup),
+		cmocka_unit_test(test_raid5_trim_refused_by_one_member_keeps_parity),
+		cmocka_unit_test(test_raid5_parity_scratch_given_back),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,95 @@
+/*
+ * copies.c: the data path of the levels without parity (0, 1, 10), and
+ * RAID 5's reads: read one copy of a chunk's piece, write every copy.
+ *
+ * Copy choice, for each piece of a read (one chunk's worth):
+ *  1. a piece continuing this request's previous read on some copy's
+ *     member stays there: the two become one member I/O (one buffer, or a
+ *     vectored read when the buffers are apart: RAID 10 n2 over 4 finds a
+ *     pair's next chunk two chunks on in the client's buffer);
+ *  2. a piece continuing the last read issued to some copy's member (an
+ *     earlier request: a sequential stream) stays there too (md's
+ *     next_seq_sect), unless that member is busy and another copy's member
+ *     is idle: then the idle one starts a run of its own here.  A stream
+ *     at queue depth > 1 so alternates between copies in runs about as
+ *     long as the queue, each member reading contiguously, and a spindle
+ *     pays one access per run instead of one per request;
+ *  3. any other piece goes to the copy whose member has the fewest I/Os in
+ *     flight (SPDK raid1's rule).  Ties go to the first copy.
+ */
+#include "array.h"
+#include "io/batch.h"
+#include "layout.h"
+
+static unsigned
+load_of(const struct raid_member *m)
+{
+	return atomic_load_explicit(&m->inflight, memory_order_relaxed);
+}
+
+static unsigned
+pick_copy(struct raid_array *a, const struct batch *b,
+	  const struct raid_loc *locs, unsigned n, const struct raid_piece *p)
+{
+	unsigned best = 0, best_load = ~0u, stream = n;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct raid_member *m = &a->members[locs[i].member];
+		uint64_t off = geom_member_offset(&a->g, &locs[i], p->in_chunk);
+		unsigned load;
+
+		if (batch_read_end(b, m) == off) {
+			return i;
+		}
+		if (stream == n &&
+		    atomic_load_explicit(&m->next_read,
+					 memory_order_relaxed) == off) {
+			stream = i;
+		}
+		load = load_of(m);
+		if (load < best_load) {
+			best = i;
+			best_load = load;
+		}
+	}
+	if (stream < n &&
+	    (best_load > 0 || load_of(&a->members[locs[stream].member]) == 0)) {
+		return stream;
+	}
+	return best;
+}
+
+int
+copies_read(struct raid_array *a, struct batch *b, const struct raid_piece *p)
+{
+	struct raid_loc locs[RAID_MAX_COPIES];
+	unsigned n = a->layout->map(&a->g, p->chunk_no, locs);
+	unsigned i = n > 1 ? pick_copy(a, b, locs, n, p) : 0;
+	struct raid_member *m = &a->members[locs[i].member];
+	uint64_t off = geom_member_offset(&a->g, &locs[i], p->in_chunk);
+
+	if (n > 1) {
+		atomic_store_explicit(&m->next_read, off + p->len,
+				      memory_order_relaxed);
+	}
+	return batch_read(b, m, p->buf, p->len, off);
+}
+
+int
+copies_write(struct raid_array *a, struct batch *b, const struct raid_piece *p)
+{
+	struct raid_loc locs[RAID_MAX_COPIES];
+	unsigned n = a->layout->map(&a->g, p->chunk_no, locs);
+	unsigned fua = (p->flags & RAID_FUA) ? IO_FUA : 0;
+	int r = 0;
+
+	for (unsigned i = 0; i < n && r == 0; i++) {
+		struct raid_member *m = &a->members[locs[i].member];
+		uint64_t off = geom_member_offset(&a->g, &locs[i], p->in_chunk);
+
+		r = p->op == IO_WRITE
+			    ? batch_write(b, m, p->buf, p->len, off, fua)
+			    : batch_discard(b, m, p->op, p->len, off);
+	}
+	return r;
+}

