@@ -42,6 +42,7 @@
 #include "array.h"
 #include "io/bounce.h"
 #include "log.h"
+#include "member_overlap.h"
 #include "tls.h"
 #include "util.h"
 
@@ -712,24 +713,6 @@ raid_locate(const struct raid_array *a, uint64_t offset,
 
 /* ---- assembly ---------------------------------------------------------- */
 
-/* md refuses the same device twice; so do we, by identity, not by name. */
-static int
-check_duplicates(const struct raid_member *m, unsigned nr)
-{
-	for (unsigned i = 0; i < nr; i++) {
-		for (unsigned j = 0; j < i; j++) {
-			if (m[i].fd < 0 || m[i].dev != m[j].dev ||
-			    m[i].ino != m[j].ino || m[i].is_blk != m[j].is_blk) {
-				continue;
-			}
-			raid_error("member %u (%s): same file as member %u (%s)",
-				   i, m[i].path, j, m[j].path);
-			return -EINVAL;
-		}
-	}
-	return 0;
-}
-
 /*
  * The member data area: from data_offset, member-size= bytes or what the
  * smallest member holds, rounded down to whole chunks (or to the layout's
@@ -845,7 +828,7 @@ array_create(const struct raid_config *cfg, struct raid_member *members,
 	}
 	r = a->layout ? 0 : -EINVAL;
 	if (r == 0) {
-		r = check_duplicates(members, nr);
+		r = member_overlap_check(members, nr);
 	}
 	if (r == 0) {
 		r = array_alignment(a);
