@@ -37,6 +37,7 @@
 #include "io/batch.h"
 #include "io/bounce.h"
 #include "log.h"
+#include "member_overlap.h"
 #include "util.h"
 
 /* NBD block size limits (the protocol's, for NBD_INFO_BLOCK_SIZE). */
@@ -635,7 +636,7 @@ array_geometry(struct raid_array *a, const struct raid_config *cfg)
 	a->g.data_offset = cfg->data_offset;
 	r = a->layout ? 0 : -EINVAL;
 	if (r == 0) {
-		r = member_check_overlaps(a->members, a->nr_members);
+		r = member_overlap_check(a->members, a->nr_members);
 	}
 	if (r == 0) {
 		r = array_alignment(a);

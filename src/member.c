@@ -189,21 +189,3 @@ member_extent(struct raid_member *m, uint64_t off, uint64_t len, bool *hole,
 		*run = (uint64_t)h - off;
 	}
 }
-
-/* md refuses the same device twice; so do we, by identity, not by name. */
-int
-member_check_overlaps(const struct raid_member *m, unsigned nr)
-{
-	for (unsigned i = 0; i < nr; i++) {
-		for (unsigned j = 0; j < i; j++) {
-			if (m[i].fd < 0 || m[i].dev != m[j].dev ||
-			    m[i].ino != m[j].ino || m[i].is_blk != m[j].is_blk) {
-				continue;
-			}
-			raid_error("member %u (%s): same file as member %u (%s)",
-				   i, m[i].path, j, m[j].path);
-			return -EINVAL;
-		}
-	}
-	return 0;
-}

@@ -53,11 +53,6 @@ int member_open(struct raid_member *m, unsigned role, const char *path,
 		bool direct, bool read_only, enum raid_io_mode io);
 void member_close(struct raid_member *m);
 
-/*
- * Refuse members that are the same file or device (md refuses the same
- * device twice), naming both; 0 or -EINVAL.
- */
-int member_check_overlaps(const struct raid_member *m, unsigned nr);
 
 /*
  * The run of bytes from member offset `off` (at most len) that is all hole
