@@ -11,7 +11,7 @@
  * A read or write carries its memory one of two ways: one buffer (buf,
  * nr_iov == 0: the common case, exactly as before vectors existed), or a
  * list of nr_iov segments (iov) whose lengths add up to len.  The batch
- * (src/array.c batch_add) makes a vectored request where pieces continue
+ * (src/io/batch.c) makes a vectored request where pieces continue
  * each other on the member but not in memory: RAID 0 over 2 members puts a
  * member's chunks 2 chunks apart in the client's buffer, and one preadv
  * per member replaces one pread per chunk (Linux md gets the same from

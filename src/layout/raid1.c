@@ -5,7 +5,7 @@
  * The chunk only sets the unit of read balancing: a read is cut at chunk
  * boundaries and each piece goes to the copy with the least outstanding I/O,
  * staying on the previous piece's member while the read is sequential
- * (layout.c), as md keeps a sequential reader on one disk.  Writes go to
+ * (copies.c), as md keeps a sequential reader on one disk.  Writes go to
  * every member.  The array is as large as the smallest member's data area
  * rounded down to 64 KiB (what mdadm --create records as Used Dev Size),
  * not to a chunk: the last chunk may be partial.
