@@ -365,10 +365,11 @@ def plots(spec, medium, dat, titles, first, width, **fields):
 
 def chart(ctx, spec, size, files, **fields):
     """Write the data files and the script, run gnuplot; the link to the
-    PNG, or nothing if gnuplot failed."""
+    PNG, or nothing if gnuplot failed.  The script names its files relative
+    to its own folder, charts/src/, where gnuplot runs."""
     name = "%s-%s" % (ctx["study"], ctx["medium"])
     files[name + ".gp"] = ("set terminal pngcairo size %s font 'DejaVu Sans,11'\n"
-                           "set output '%s.png'\n" % (size, os.path.join(OUT, "charts", name))
+                           "set output '../%s.png'\n" % (size, name)
                            + spec["script"].format(medium=D["CHART_MEDIUM"][ctx["medium"]]
                                                    .format_map(FACTS), **fields))
     for fname, text in files.items():

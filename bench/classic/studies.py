@@ -71,7 +71,7 @@ CALIBRATION = {
         "raw": "fio on the member file (io_uring, O_DIRECT)",
         "1disk": "**one member: nbdraid level=0 over it, through NBD (the baseline)**",
         "file": "nbdkit file plugin over the member, through NBD",
-        "filters": "PERF-ANCHORS recipe: nbdkit memory + noparallel + delay + rate, via nbdfuse",
+        "filters": "filter recipe: nbdkit memory + noparallel + delay + rate, via nbdfuse",
     },
     # [target, pattern, note]: the note when that cell was measured; {mbps}
     # is the cell's MB/s.
@@ -86,7 +86,7 @@ CALIBRATION = {
         ["filters", "read:64k:8",
          "- The filter recipe charges its delay on every request, sequential or not: "
          "64K sequential reads run at one request per delay ({mbps:.0f} MB/s), where a "
-         "disk streams at its bandwidth.  And its rate filter (`burstiness=0.1`, as in PERF-ANCHORS) refills "
+         "disk streams at its bandwidth.  And its rate filter (`burstiness=0.1`) refills "
          "its bucket during the delay, so a large random request costs about the larger "
          "of the delay and the transfer, not their sum (1M random reads above the "
          "model).  That is why the studies use fusedisk."],
@@ -356,8 +356,7 @@ plot '{dat}' using 1:2:3 with image notitle, \\
             "sequential writes over 4 members at least 2.8x of one member.**",
             "**Degraded reads are not measured: nbdraid has no degraded mode yet** (an "
             "array with a missing or failed member does not start), so there is nothing to "
-            "measure; this row waits for the redundancy "
-            "issue.",
+            "measure; this row waits for degraded mode.",
         ],
         # One member cannot take a 1.5M request whole (FUSE carries at most 1M
         # per request): its sequential write bandwidth is measured with 1M.
