@@ -55,7 +55,7 @@ def read_facts():
     path = os.path.join(OUT, "facts.txt")
     if os.path.exists(path):
         with open(path) as f:
-            for k, v in (l.rstrip("\n").split(": ", 1) for l in f if ": " in l):
+            for k, v in (line.rstrip("\n").split(": ", 1) for line in f if ": " in line):
                 facts[k.replace(" ", "_")] = v
     return facts
 
@@ -75,9 +75,10 @@ def to_bytes(s):
 
 
 def size_label(nbytes):
-    if nbytes < 1024 ** 2:
+    mib = 1024 ** 2
+    if nbytes < mib:
         return "%dK" % (nbytes // 1024)
-    return "%dM" % (nbytes // 1024 ** 2) if nbytes % 1024 ** 2 == 0 else "%gM" % (nbytes / 1024 ** 2)
+    return "%dM" % (nbytes // mib) if nbytes % mib == 0 else "%gM" % (nbytes / mib)
 
 
 def to_seconds(s):
@@ -124,8 +125,10 @@ def parse_config(c):
 
 
 def config_label(c):
+    if c == BASE:
+        return D["BASELINE_LABEL"]
     level, members, _chunk = parse_config(c)
-    return D["BASELINE_LABEL"] if c == BASE else D["CONFIG_LABEL"].format(level=level, members=members)
+    return D["CONFIG_LABEL"].format(level=level, members=members)
 
 
 def pattern_parts(p):
@@ -147,7 +150,10 @@ def dims(c, p):
 
 
 def label(dim, v):
-    return pattern_label(v) if dim == "pattern" else size_label(to_bytes(v)) if dim == "bs" else str(v)
+    """A value of a grid's axis, as a header shows it."""
+    if dim == "pattern":
+        return pattern_label(v)
+    return size_label(to_bytes(v)) if dim == "bs" else str(v)
 
 
 def matches(rule, p):
@@ -193,11 +199,15 @@ def per_rep(fn, *where):
     return med([fn(r) for r in cell(*where).values()])
 
 
+def column(name):
+    return lambda r: fnum(r[name])
+
+
 def absval(*where):
     """(median IOPS, median MB/s) over the repetitions, or None."""
     if not cell(*where):
         return None
-    return per_rep(lambda r: fnum(r["iops"]), *where), per_rep(lambda r: fnum(r["mbps"]), *where)
+    return per_rep(column("iops"), *where), per_rep(column("mbps"), *where)
 
 
 def ratio(study, medium, cfg, pat, base=BASE):
@@ -207,7 +217,9 @@ def ratio(study, medium, cfg, pat, base=BASE):
     a, b = cell(study, medium, cfg, pat), cell(study, medium, base, pat)
     rs = [fnum(a[n]["iops"]) * to_bytes(a[n]["bs"]) / (fnum(b[n]["iops"]) * to_bytes(b[n]["bs"]))
           for n in a if n in b and fnum(b[n]["iops"])]
-    return {"med": statistics.median(rs), "lo": min(rs), "hi": max(rs), "n": len(rs)} if rs else None
+    if not rs:
+        return None
+    return {"med": statistics.median(rs), "lo": min(rs), "hi": max(rs), "n": len(rs)}
 
 
 def busy(r):
@@ -223,10 +235,6 @@ def seeks(r):
     """Share of the members' I/Os that paid the full access time."""
     n = (fnum(r["m_reads"]) or 0) + (fnum(r["m_writes"]) or 0)
     return 100 * (fnum(r["m_seeks"]) or 0) / n if n else None
-
-
-def column(name):
-    return lambda r: fnum(r[name])
 
 
 def geomean(xs):
@@ -324,25 +332,14 @@ def md_table(header, rows, align=None):
     return "\n".join(out + ["| " + " | ".join(str(c) for c in r) + " |" for r in rows])
 
 
-def csv_row(ctx, c, p, extra=()):
-    """One configuration and pattern as the study's CSV columns ask."""
-    st, m = ctx["study"], ctx["medium"]
-    base, a = absval(st, m, BASE, p) or (None, None), absval(st, m, c, p) or (None, None)
-    r = ratio(st, m, c, p) or {}
-    f = dict(dims(c, p), medium=m, base_iops=base[0], base_mbps=base[1], iops=a[0], mbps=a[1],
-             ratio=r.get("med"), ratio_min=r.get("lo"), ratio_max=r.get("hi"), reps=r.get("n"),
-             members_busy_pct=per_rep(busy, st, m, c, p),
-             srv_cpu_pct=per_rep(column("srv_cpu"), st, m, c, p),
-             host_cpu_pct=per_rep(column("host_cpu"), st, m, c, p), **dict(extra))
-    ctx["csv"].append([f.get(k) for k in ctx["spec"]["csv"]])
-
-
 def dat_text(head, titles, rows, keys, fmt):
     """A gnuplot data file: per row its key and, for every series, the
     ratio's keys (med, lo, hi), NaN where there is none."""
-    out = [" ".join([head] + ['"%s"%s' % (t, " lo hi" if len(keys) == 3 else "") for t in titles])]
+    lo_hi = " lo hi" if len(keys) == 3 else ""
+    out = [" ".join([head] + ['"%s"%s' % (t, lo_hi) for t in titles])]
     for key, ratios in rows:
-        out.append(" ".join([key] + [fmt.format(r[k]) if r else "NaN" for r in ratios for k in keys]))
+        vals = [fmt.format(r[k]) if r else "NaN" for r in ratios for k in keys]
+        out.append(" ".join([key] + vals))
     return "\n".join(out) + "\n"
 
 
@@ -363,149 +360,192 @@ def plots(spec, medium, dat, titles, first, width, **fields):
     return ", \\\n     ".join(out)
 
 
-def chart(ctx, spec, size, files, **fields):
-    """Write the data files and the script, run gnuplot; the link to the
-    PNG, or nothing if gnuplot failed.  The script names its files relative
-    to its own folder, charts/src/, where gnuplot runs."""
-    name = "%s-%s" % (ctx["study"], ctx["medium"])
-    files[name + ".gp"] = ("set terminal pngcairo size %s font 'DejaVu Sans,11'\n"
-                           "set output '../%s.png'\n" % (size, name)
-                           + spec["script"].format(medium=D["CHART_MEDIUM"][ctx["medium"]]
-                                                   .format_map(FACTS), **fields))
-    for fname, text in files.items():
-        with open(os.path.join(SRC, fname), "w") as f:
-            f.write(text)
-    res = subprocess.run(["gnuplot", name + ".gp"], cwd=SRC, capture_output=True, text=True)
-    if res.returncode != 0:
-        print("report.py: gnuplot failed on %s.gp:\n%s" % (name, res.stderr), file=sys.stderr)
-        return []
-    return ["![%s, %s](charts/%s.png)" % (spec["alt"], D["MEDIA"][ctx["medium"]], name)]
+class Part:
+    """One study on one medium: its configurations and patterns, what its
+    blocks read, and what they add to (the study's CSV rows, the summary)."""
+
+    def __init__(self, spec, medium, rows, summary):
+        self.spec, self.study, self.medium = spec, spec["name"], medium
+        self.name = "%s-%s" % (self.study, medium)  # of its charts
+        self.rows, self.summary = rows, summary
+        self.pats = patterns_of(self.study, medium)
+        found = dict.fromkeys(c for c, _p in DATA[(self.study, medium)])
+        self.cfgs = [c for c in spec.get("configs", found) if c in found and c != BASE]
+        self.grid = None  # the grid block's (axis names, cells, axis values)
+
+    def ratio(self, c, p, base=BASE):
+        return ratio(self.study, self.medium, c, p, base)
+
+    def one(self, p):
+        """One member's figure for pattern p."""
+        return fmt_abs(absval(self.study, self.medium, BASE, p), p)
+
+    def csv_row(self, c, p, extra=()):
+        """A row of the study's CSV: what its columns ask of c and p."""
+        where = self.study, self.medium, c, p
+        base = absval(self.study, self.medium, BASE, p) or (None, None)
+        a, r = absval(*where) or (None, None), ratio(*where) or {}
+        f = dict(dims(c, p), medium=self.medium, base_iops=base[0], base_mbps=base[1],
+                 iops=a[0], mbps=a[1], ratio=r.get("med"), ratio_min=r.get("lo"),
+                 ratio_max=r.get("hi"), reps=r.get("n"), members_busy_pct=per_rep(busy, *where),
+                 srv_cpu_pct=per_rep(column("srv_cpu"), *where),
+                 host_cpu_pct=per_rep(column("host_cpu"), *where), **dict(extra))
+        self.rows.append([f.get(k) for k in self.spec["csv"]])
+
+    def chart(self, spec, size, files, **fields):
+        """Write the data files and the script, run gnuplot; the link to
+        the PNG, or nothing if gnuplot failed.  The script names its files
+        relative to its own folder, charts/src/, where gnuplot runs."""
+        medium = D["CHART_MEDIUM"][self.medium].format_map(FACTS)
+        files[self.name + ".gp"] = (
+            "set terminal pngcairo size %s font 'DejaVu Sans,11'\n" % size
+            + "set output '../%s.png'\n" % self.name
+            + spec["script"].format(medium=medium, **fields))
+        for fname, text in files.items():
+            with open(os.path.join(SRC, fname), "w") as f:
+                f.write(text)
+        res = subprocess.run(["gnuplot", self.name + ".gp"], cwd=SRC, capture_output=True,
+                             text=True)
+        if res.returncode != 0:
+            print("report.py: gnuplot failed on %s.gp:\n%s" % (self.name, res.stderr),
+                  file=sys.stderr)
+            return []
+        return ["![%s, %s](charts/%s.png)" % (spec["alt"], D["MEDIA"][self.medium], self.name)]
 
 
 # --- blocks: each returns its paragraphs --------------------------------------
 
-def table(ctx, spec):
+def table(part, spec):
     """Rows: patterns; columns: one member, each configuration's ratio to
     each base, the ideal."""
-    st, m, cfgs, bases = ctx["study"], ctx["medium"], ctx["cfgs"], spec["bases"]
+    bases, stand_in = spec["bases"], STAND_IN[part.study].get(part.medium, {})
     header = spec["header"] + [h.format(config=config_label(c), members=parse_config(c)[1])
-                               for c in cfgs for b, h, *_ in bases if b != c]
+                               for c in part.cfgs for b, h, *_ in bases if b != c]
     rows = []
-    for p in ctx["pats"]:
-        row = [pattern_label(p), fmt_abs(absval(st, m, BASE, p), p)]
-        if p in STAND_IN[st].get(m, {}):
-            row[1] += ctx["spec"]["stand_in_note"].format(size=label("bs", STAND_IN[st][m][p].split(":")[1]))
-        for c in cfgs:
-            rs = {b: ratio(st, m, c, p, b) for b, *_ in bases if b != c}
+    for p in part.pats:
+        row = [pattern_label(p), part.one(p)]
+        if p in stand_in:
+            row[1] += part.spec["stand_in_note"].format(size=label("bs", stand_in[p].split(":")[1]))
+        for c in part.cfgs:
+            rs = {b: part.ratio(c, p, b) for b, *_ in bases if b != c}
             row += [fmt_ratio(r) for r in rs.values()]
-            csv_row(ctx, c, p, [(col[0], rs[b] and rs[b]["med"]) for b, _h, *col in bases if col and b in rs])
-        rows.append(row + ([ideal(spec["ideal"], p, cfgs)] if "ideal" in spec else []))
+            part.csv_row(c, p, [(col[0], rs[b] and rs[b]["med"])
+                                for b, _h, *col in bases if col and b in rs])
+        rows.append(row + ([ideal(spec["ideal"], p, part.cfgs)] if "ideal" in spec else []))
     return [md_table(header + ([spec["ideal"]["header"]] if "ideal" in spec else []), rows)]
 
 
 def ideal(spec, p, cfgs):
+    """The ideal column: the first rule that selects p, its text or its
+    IDEAL for each configuration."""
     rule = next(r for r in spec["rules"] if matches(r, p))
-    return rule.get("text") or " / ".join("%.2f" % IDEAL[rule["ideal"]](parse_config(c)[1], pattern_parts(p)[2])
-                                          for c in cfgs) + rule.get("suffix", "")
+    if "text" in rule:
+        return rule["text"]
+    qd = pattern_parts(p)[2]
+    return " / ".join("%.2f" % IDEAL[rule["ideal"]](parse_config(c)[1], qd)
+                      for c in cfgs) + rule.get("suffix", "")
 
 
-def goals(ctx, spec):
+def goals(part, spec):
     """Each rule's goals, for every pattern it selects."""
-    st, m = ctx["study"], ctx["medium"]
-    for p in ctx["pats"]:
+    for p in part.pats:
         for rule in (r for r in spec["rules"] if matches(r, p)):
             for c, threshold in rule["configs"]:
-                r = ratio(st, m, c, p)
-                goal(rule["text"].format(pattern=pattern_label(p), config=config_label(c),
-                                         threshold=threshold),
-                     m, r and r["med"], threshold, why_limits(st, m, c, p))
+                r = part.ratio(c, p)
+                text = rule["text"].format(pattern=pattern_label(p), config=config_label(c),
+                                           threshold=threshold)
+                goal(text, part.medium, r and r["med"], threshold,
+                     why_limits(part.study, part.medium, c, p))
     return []
 
 
-def baseline(ctx, spec):
+def baseline(part, spec):
     """One member's figures: every pattern, or the grid's four corners."""
-    pats = ctx["pats"]
+    pats = part.pats
     if spec.get("corners"):
         bss = sorted({to_bytes(pattern_parts(p)[1]) for p in pats})
         qds = sorted({pattern_parts(p)[2] for p in pats})
         pats = [p for p in pats if to_bytes(pattern_parts(p)[1]) in (bss[0], bss[-1])
                 and pattern_parts(p)[2] in (qds[0], qds[-1])]
-    return [spec["text"] + "; ".join("%s %s" % (pattern_label(p), fmt_abs(
-        absval(ctx["study"], ctx["medium"], BASE, p), p)) for p in pats) + "."]
+    return [spec["text"] + "; ".join("%s %s" % (pattern_label(p), part.one(p)) for p in pats) + "."]
 
 
-def grid(ctx, spec):
+def grid(part, spec):
     """A ratio pivoted: a table per split value, rows by columns."""
-    st, m = ctx["study"], ctx["medium"]
     names = (spec.get("split"), spec["rows"], spec["cols"])
-    cells = {tuple(dims(c, p).get(n) for n in names): (c, p) for c in ctx["cfgs"] for p in ctx["pats"]}
-    order = {"members": int, "qd": int, "chunk": to_bytes, "bs": to_bytes, "pattern": ctx["pats"].index}
-    splits, rows, cols = [sorted({k[i] for k in cells}, key=order.get(n, str)) for i, n in enumerate(names)]
-    ctx["grid"] = names, cells, (splits, rows, cols)
+    cells = {tuple(dims(c, p).get(n) for n in names): (c, p) for c in part.cfgs for p in part.pats}
+    order = {"members": int, "qd": int, "chunk": to_bytes, "bs": to_bytes,
+             "pattern": part.pats.index}
+    values = [sorted({k[i] for k in cells}, key=order.get(n, str)) for i, n in enumerate(names)]
+    part.grid = names, cells, values
     low, out, gms = spec.get("lowest", {}).get("threshold"), [], {}
-    for s in splits:
+    for s in values[0]:
         lines = []
-        for rv in rows:
-            rs = [ratio(st, m, *cells.get((s, rv, cv), (None, None))) for cv in cols]
+        for rv in values[1]:
+            rs = [part.ratio(*cells.get((s, rv, cv), (None, None))) for cv in values[2]]
             lines.append([spec["row_label"].format(rv)] + [
                 fmt_ratio(r, bold=bool(low and r and r["med"] < low), rng=False) for r in rs])
-            for cv in cols:
-                if (s, rv, cv) in cells:
-                    csv_row(ctx, *cells[(s, rv, cv)])
+            for cv in (cv for cv in values[2] if (s, rv, cv) in cells):
+                part.csv_row(*cells[(s, rv, cv)])
             if "geomean" in spec:
                 gms.setdefault(rv, []).append(geomean([r and r["med"] for r in rs]))
                 lines[-1].append("**%.2f**" % gms[rv][-1] if gms[rv][-1] else "NA")
         out += [spec["caption"].format_map({names[0]: s})] if "caption" in spec else []
-        out.append(md_table([spec["corner"]] + [label(names[2], v) for v in cols]
-                            + ([spec["geomean"]] if "geomean" in spec else []), lines))
-    return out + (rank(ctx, spec, gms) if "rank" in spec else []) + (
-        lowest(ctx, spec["lowest"], cells) if low else [])
+        header = [spec["corner"]] + [label(names[2], v) for v in values[2]]
+        out.append(md_table(header + ([spec["geomean"]] if "geomean" in spec else []), lines))
+    out += rank(part, spec, gms) if "rank" in spec else []
+    return out + (lowest(part, spec["lowest"], cells) if low else [])
 
 
-def rank(ctx, spec, gms):
+def rank(part, spec, gms):
     """The grid's rows ranked by the geometric mean of their ratios; the
     best of them into the summary, on the medium it names."""
     ranked = sorted(((geomean(v), k) for k, v in gms.items() if geomean(v)), reverse=True)
+    if not ranked:
+        return []
     best = spec["best"]
-    if ranked and ctx["medium"] == best["medium"]:
+    if part.medium == best["medium"]:
         ties = [k for g, k in ranked if g >= best["tie"] * ranked[0][0]]
-        more = best["ties"].format(tie_pct=round((1 - best["tie"]) * 100, 6)) if len(ties) > 1 else ""
-        ctx["summary"].append(best["text"].format_map(collections.ChainMap(
-            {"best": ", ".join("**%s**" % k for k in ties), "geomean": ranked[0][0], "ties": more}, FACTS)))
-    return [spec["rank"] + ", ".join("%s %.2f" % (k, g) for g, k in ranked) + "."] if ranked else []
+        more = best["ties"].format(tie_pct=round((1 - best["tie"]) * 100, 6))
+        part.summary.append(best["text"].format_map(collections.ChainMap(
+            {"best": ", ".join("**%s**" % k for k in ties), "geomean": ranked[0][0],
+             "ties": more if len(ties) > 1 else ""}, FACTS)))
+    return [spec["rank"] + ", ".join("%s %.2f" % (k, g) for g, k in ranked) + "."]
 
 
-def lowest(ctx, spec, cells):
+def lowest(part, spec, cells):
     """The grid's goal: no cell under the threshold.  The cells under it
     were measured again on their own (study spec["confirm"]): the lowest
     of many noisy cells is biased low, so the goal is judged on the worst
     of those second measurements and of the cells not measured again."""
-    st, m, judged = ctx["study"], ctx["medium"], []
+    judged = []  # (value, config, pattern, ratio judged, grid's if measured again)
     for c, p in cells.values():
-        r, again = ratio(st, m, c, p), ratio(spec["confirm"], m, c, p)
-        if again or r:  # (value, config, pattern, judged, grid if measured again)
+        r, again = part.ratio(c, p), ratio(spec["confirm"], part.medium, c, p)
+        if again or r:
             judged.append(((again or r)["med"], c, p, again or r, again and r))
     if not judged:
         return []
     again, out = [j for j in judged if j[4]], []
     if again:
         _v, c, p, a, _g = again[0]
-        out = [spec["again"].format(threshold=spec["threshold"], reps=a["n"], cells=len(cells),
-                                    runtime=next(iter(cell(spec["confirm"], m, c, p).values()))["runtime_s"]),
+        runtime = next(iter(cell(spec["confirm"], part.medium, c, p).values()))["runtime_s"]
+        out = [spec["again"].format(threshold=spec["threshold"], reps=a["n"], runtime=runtime,
+                                    cells=len(cells)),
                md_table(spec["header"], [[pattern_label(p), "%.2f" % g["med"], fmt_ratio(a)]
                                          for _v, _c, p, a, g in again])]
     v, c, p, r, g = min(judged, key=lambda j: j[0])
-    goal(spec["text"].format(config=config_label(c), threshold=spec["threshold"], pattern=pattern_label(p),
-                             again=spec["again_note"].format(grid=g["med"]) if g else ""),
-         m, v, spec["threshold"], why_limits(spec["confirm"] if g else st, m, c, p)
-         + spec["why"].format(lo=r["lo"]))
+    text = spec["text"].format(config=config_label(c), threshold=spec["threshold"],
+                               pattern=pattern_label(p),
+                               again=spec["again_note"].format(grid=g["med"]) if g else "")
+    why = why_limits(spec["confirm"] if g else part.study, part.medium, c, p)
+    goal(text, part.medium, v, spec["threshold"], why + spec["why"].format(lo=r["lo"]))
     return out
 
 
-def counts(ctx, spec):
+def counts(part, spec):
     """Member I/Os per client request, counted, against the layout's."""
     out = []
-    for r in (r for r in COUNTS if (r["study"], r["medium"]) == (ctx["study"], ctx["medium"])):
+    for r in (r for r in COUNTS if (r["study"], r["medium"]) == (part.study, part.medium)):
         n = int(r["client_ios"]) or 1
         b = to_bytes(pattern_parts(r["pattern"])[1]) * n
         er, ew = expected_ios(r["config"], r["pattern"])
@@ -513,66 +553,69 @@ def counts(ctx, spec):
                     "%.2f" % (int(r["m_reads"]) / n), "%.2f" % (int(r["m_writes"]) / n),
                     "%.2f / %.2f" % (int(r["m_rbytes"]) / b, int(r["m_wbytes"]) / b),
                     "NA" if er is None else "%g / %g" % (round(er, 2), round(ew, 2))])
+    if not out:
+        return []
     rep = D["REPORT"]
-    return [rep["counts_intro"], md_table(rep["counts_header"], out, ["---", "---"] + ["---:"] * 5)] if out else []
+    return [rep["counts_intro"], md_table(rep["counts_header"], out, ["---", "---"] + ["---:"] * 5)]
 
 
-def lines(ctx, spec):
+def lines(part, spec):
     """Ratio against the number of members, a line per pattern, with the
     study's published figures and the random-placement ideal."""
-    st, m, pats, dat = ctx["study"], ctx["medium"], ctx["pats"], "%s-%s.dat" % (ctx["study"], ctx["medium"])
-    rows = [("%d" % parse_config(c)[1], [ONE if c == BASE else ratio(st, m, c, p) for p in pats])
-            for c in [BASE] + ctx["cfgs"]]
-    published, place = ctx["spec"]["published"], spec["placement"]
-    files = {dat: dat_text("# members", map(pattern_label, pats), rows, ("med", "lo", "hi"), "{}"),
+    dat, titles = part.name + ".dat", [pattern_label(p) for p in part.pats]
+    rows = [("%d" % parse_config(c)[1], [ONE if c == BASE else part.ratio(c, p) for p in part.pats])
+            for c in [BASE] + part.cfgs]
+    published, place = part.spec["published"], spec["placement"]
+    files = {dat: dat_text("# members", titles, rows, ("med", "lo", "hi"), "{}"),
              spec["published"]: "".join("%d %s\n" % (i + 1, v) for i, v in enumerate(published)),
              place["dat"]: "".join("%d %.3f\n" % (n, random_placement(n, place["qd"]))
                                    for n in range(1, len(published) + 1))}
-    return chart(ctx, spec, spec["size"], files,
-                 plots=plots(spec, m, dat, [pattern_label(p) for p in pats], 2, 3))
+    return part.chart(spec, spec["size"], files,
+                      plots=plots(spec, part.medium, dat, titles, 2, 3))
 
 
-def bars(ctx, spec):
+def bars(part, spec):
     """Clustered bars: a group per pattern, a bar per configuration."""
-    st, m, cfgs, dat = ctx["study"], ctx["medium"], ctx["cfgs"], "%s-%s.dat" % (ctx["study"], ctx["medium"])
-    titles = [config_label(c) for c in cfgs]
-    rows = [('"%s"' % pattern_label(p), [ratio(st, m, c, p) for c in cfgs]) for p in ctx["pats"]]
-    return chart(ctx, spec, spec["size"], {dat: dat_text("# group", titles, rows, ("med", "lo", "hi"), "{:.4f}")},
-                 ymax=spec["ymax"], plots=plots(spec, m, dat, titles, 2, 3),
-                 lines="".join(D["BAR_LINE"].format(y=y, label=t, style=s) for y, t, s in spec["lines"]))
+    dat, titles = part.name + ".dat", [config_label(c) for c in part.cfgs]
+    rows = [('"%s"' % pattern_label(p), [part.ratio(c, p) for c in part.cfgs]) for p in part.pats]
+    hlines = "".join(D["BAR_LINE"].format(y=y, label=t, style=s) for y, t, s in spec["lines"])
+    return part.chart(spec, spec["size"],
+                      {dat: dat_text("# group", titles, rows, ("med", "lo", "hi"), "{:.4f}")},
+                      ymax=spec["ymax"], lines=hlines,
+                      plots=plots(spec, part.medium, dat, titles, 2, 3))
 
 
-def panels(ctx, spec):
+def panels(part, spec):
     """The grid side by side, a panel per split: its rows (sizes) on a log
     x axis, a line per column."""
-    st, m = ctx["study"], ctx["medium"]
-    (split, rname, cname), cells, (splits, rows, cols) = ctx["grid"]
+    (split, rname, cname), cells, (splits, rows, cols) = part.grid
     files, texts, titles = {}, [], [label(cname, v) for v in cols]
     for k, s in enumerate(splits):
-        dat = spec["dat"].format_map({"name": "%s-%s" % (st, m), split: s})
+        dat = spec["dat"].format_map({"name": part.name, split: s})
         files[dat] = dat_text("# %s_bytes label" % rname, titles, [
-            ("%d %s" % (to_bytes(rv) // 1024, rv), [ratio(st, m, *cells.get((s, rv, cv), (None, None)))
-                                                     for cv in cols]) for rv in rows], ("med",), "{:.4f}")
+            ("%d %s" % (to_bytes(rv) // 1024, rv),
+             [part.ratio(*cells.get((s, rv, cv), (None, None))) for cv in cols]) for rv in rows],
+            ("med",), "{:.4f}")
         left = 0.06 + k * 0.82 / len(splits)
         texts.append(spec["panel"].format_map({
             split: s, "left": left, "right": left + 0.82 / len(splits) - 0.07,
             "ymax": s + spec["headroom"], "key": spec["keys"][k == len(splits) - 1],
-            "plots": plots(spec, m, dat, titles, 3, 1, **{split: s})}))
-    return chart(ctx, spec, "%d,620" % (400 + 550 * len(splits)), files, panels="\n".join(texts),
-                 xlo=to_bytes(rows[0]) // 1024 / 1.5, xhi=to_bytes(rows[-1]) // 1024 * 1.5)
+            "plots": plots(spec, part.medium, dat, titles, 3, 1, **{split: s})}))
+    return part.chart(spec, "%d,620" % (400 + 550 * len(splits)), files, panels="\n".join(texts),
+                      xlo=to_bytes(rows[0]) // 1024 / 1.5, xhi=to_bytes(rows[-1]) // 1024 * 1.5)
 
 
-def heatmap(ctx, spec):
+def heatmap(part, spec):
     """The grid's one table as a colour map, each cell labelled."""
-    st, m, dat = ctx["study"], ctx["medium"], "%s-%s.dat" % (ctx["study"], ctx["medium"])
-    (_split, rname, cname), cells, (splits, rows, cols) = ctx["grid"]
-    rs = [(x, y, ratio(st, m, *cells.get((splits[0], rv, cv), (None, None))))
+    (_split, rname, cname), cells, (splits, rows, cols) = part.grid
+    dat = part.name + ".dat"
+    rs = [(x, y, part.ratio(*cells.get((splits[0], rv, cv), (None, None))))
           for y, rv in enumerate(rows) for x, cv in enumerate(cols)]
+    text = "".join("%d %d %s\n" % (x, y, "%.3f" % r["med"] if r else "NaN") for x, y, r in rs)
     tics = [", ".join("'%s' %d" % (label(n, v), i) for i, v in enumerate(axis))
             for n, axis in ((cname, cols), (rname, rows))]
-    return chart(ctx, spec, spec["size"], {dat: "".join("%d %d %s\n" % (x, y, "%.3f" % r["med"] if r else "NaN")
-                                                        for x, y, r in rs)},
-                 xtics=tics[0], ytics=tics[1], xmax=len(cols) - 0.5, ymax=len(rows) - 0.5, dat=dat)
+    return part.chart(spec, spec["size"], {dat: text}, xtics=tics[0], ytics=tics[1],
+                      xmax=len(cols) - 0.5, ymax=len(rows) - 0.5, dat=dat)
 
 
 BLOCKS = {"table": table, "goals": goals, "baseline": baseline, "grid": grid, "counts": counts,
@@ -587,16 +630,17 @@ def calibration():
         return []
     spec, pats = D["CALIBRATION"], list(dict.fromkeys(r["pattern"] for r in CALIB))
     val = {(r["target"], r["pattern"]): (fnum(r["iops"]), fnum(r["mbps"])) for r in CALIB}
-    rows = [[spec["model"]] + [fmt_abs((model(p), model(p) * to_bytes(pattern_parts(p)[1]) / 1e6), p)
+    measured = {k for k, v in val.items() if v[0] is not None}
+    rows = [[spec["model"]] + [fmt_abs((model(p), model(p) * to_bytes(p.split(":")[1]) / 1e6), p)
                                for p in pats]]
     for t in dict.fromkeys(r["target"] for r in CALIB):
         rows.append([spec["targets"].get(t, t)] + [
-            "NA" if (val.get((t, p)) or (None,))[0] is None else
-            "%s (%.2f)" % (fmt_abs(val[(t, p)], p), val[(t, p)][0] / model(p)) for p in pats])
+            "%s (%.2f)" % (fmt_abs(val[(t, p)], p), val[(t, p)][0] / model(p))
+            if (t, p) in measured else "NA" for p in pats])
     notes = [text.format(mbps=val[(t, p)][1]) for t, p, text in spec["notes"]
-             if (val.get((t, p)) or (None,))[0]]
-    return [spec["title"], spec["intro"], md_table(["target"] + [pattern_label(p) for p in pats], rows)] + (
-        ["\n".join(notes)] if notes else [])
+             if (t, p) in measured and val[(t, p)][0]]
+    table = md_table(["target"] + [pattern_label(p) for p in pats], rows)
+    return [spec["title"], spec["intro"], table] + (["\n".join(notes)] if notes else [])
 
 
 def simulation(spec):
@@ -604,7 +648,8 @@ def simulation(spec):
     try:
         res = subprocess.run([sys.executable, os.path.join(HERE, spec["script"]),
                               "--access-ms", str(to_seconds(FACTS["disk_access"]) * 1000),
-                              "--mbps", FACTS["disk_mbps"]], capture_output=True, text=True, timeout=120)
+                              "--mbps", FACTS["disk_mbps"]],
+                             capture_output=True, text=True, timeout=120)
     except (OSError, ValueError, subprocess.TimeoutExpired):
         return []
     return [spec["text"], res.stdout.strip()] if res.returncode == 0 else []
@@ -613,21 +658,19 @@ def simulation(spec):
 def study(spec, summary):
     """A study's section (its CSV written, its summary lines added)."""
     media = [m for m in D["MEDIA"] if (spec["name"], m) in DATA]
+    if not media:
+        return []
     fmt = collections.ChainMap({"published": ", ".join(spec.get("published", []))}, FACTS)
-    out = [spec["title"]] + [p.format_map(fmt) for p in spec["intro"]] if media else []
-    out += simulation(spec["simulation"]) if media and "simulation" in spec else []
+    out = [spec["title"]] + [p.format_map(fmt) for p in spec["intro"]]
+    out += simulation(spec["simulation"]) if "simulation" in spec else []
     rows = []
     for m in media:
-        found = dict.fromkeys(c for c, _p in DATA[(spec["name"], m)])
-        ctx = {"study": spec["name"], "medium": m, "spec": spec, "csv": rows, "summary": summary,
-               "pats": patterns_of(spec["name"], m),
-               "cfgs": [c for c in spec.get("configs", found) if c in found and c != BASE]}
+        part = Part(spec, m, rows, summary)
         out.append("### " + D["MEDIA"][m])
         for block in (b for b in spec["blocks"] if m in b.get("media", [m])):
-            out += BLOCKS[block["block"]](ctx, block)
-    if media:
-        with open(os.path.join(OUT, spec["name"] + ".csv"), "w", newline="") as f:
-            csv.writer(f).writerows([spec["csv"]] + rows)
+            out += BLOCKS[block["block"]](part, block)
+    with open(os.path.join(OUT, spec["name"] + ".csv"), "w", newline="") as f:
+        csv.writer(f).writerows([spec["csv"]] + rows)
     return out
 
 
@@ -644,17 +687,18 @@ def main():
     if os.path.exists(os.path.join(OUT, "notes.md")):
         with open(os.path.join(OUT, "notes.md"), encoding="utf-8") as f:
             closing = f.read().strip()
-    goals_table = [rep["goals_intro"], md_table(rep["goals_header"], GOALS, ["---", "---", "---:", "---", "---"])]
-    timing = [md_table(rep["timing_header"], [[t["study"], t["medium"], t["seconds"]] for t in TIMING])]
+    goals = [rep["goals_intro"], md_table(rep["goals_header"], GOALS,
+                                          ["---", "---", "---:", "---", "---"])] if GOALS else []
+    timing = [md_table(rep["timing_header"], [[t["study"], t["medium"], t["seconds"]]
+                                              for t in TIMING])] if TIMING else []
+    machine = [(k, k.replace(" ", "_")) for k in D["MACHINE"]]
     with open(os.path.join(HERE, "report.md.in"), encoding="utf-8") as f:
         template = f.read().split("-->\n", 1)[-1]  # the comment at the top
     text = template.format_map(collections.ChainMap(dict(
         quick="" if FACTS["mode"] == "full" else " --quick", closing=closing,
-        machine="".join("- %s: %s\n" % (k, FACTS[k.replace(" ", "_")]) for k in D["MACHINE"]
-                        if k.replace(" ", "_") in FACTS),
-        goals=paragraphs((goals_table if GOALS else []) + summary), body=paragraphs(body),
-        study_csvs=", ".join("`%s.csv`" % s["name"] for s in D["STUDIES"]),
-        timing=paragraphs(timing if TIMING else [])), FACTS))
+        machine="".join("- %s: %s\n" % (k, FACTS[f]) for k, f in machine if f in FACTS),
+        goals=paragraphs(goals + summary), body=paragraphs(body), timing=paragraphs(timing),
+        study_csvs=", ".join("`%s.csv`" % s["name"] for s in D["STUDIES"])), FACTS))
     with open(os.path.join(OUT, "report.md"), "w", encoding="utf-8") as f:
         f.write(text)
     print("report.py: wrote %s" % os.path.join(OUT, "report.md"))

@@ -334,8 +334,8 @@ plot '{dat}' using 1:2:3 with image notitle, \\
             ]},
             {"block": "counts"},
             {"block": "bars", "alt": "RAID 1", "size": "1150,620", "ymax": 3.6,
-             "script": COMMON + 'set title "RAID 1 against one member (same run)\\n{medium}"\n'
-                       + BARS,
+             "script": (COMMON + 'set title "RAID 1 against one member (same run)\\n{medium}"\n'
+                        + BARS),
              "lines": [ONE_MEMBER_LINE, [2, "2x", "dt 2 lc rgb '#999999' lw 1.5"],
                        [3, "3x", "dt 2 lc rgb '#999999' lw 1.5"]],
              "series": BAR_SERIES},
@@ -373,8 +373,8 @@ plot '{dat}' using 1:2:3 with image notitle, \\
             ]},
             {"block": "counts"},
             {"block": "bars", "alt": "RAID 5 and 10", "size": "1150,620", "ymax": 4.8,
-             "script": COMMON + 'set title "RAID 0, 5, 10 over 4 members against one member '
-                                '(same run)\\n{medium}"\n' + BARS,
+             "script": (COMMON + 'set title "RAID 0, 5, 10 over 4 members against one member '
+                        '(same run)\\n{medium}"\n' + BARS),
              "lines": [ONE_MEMBER_LINE, [4, "4x", "dt 2 lc rgb '#999999' lw 1.5"]],
              "series": BAR_SERIES},
         ],
