@@ -6,7 +6,7 @@
 #             baseline of every study
 #   file      nbdkit's file plugin over the same member, through NBD (the
 #             other possible baseline)
-#   filters   PERF-ANCHORS.md's recipe, for comparison: nbdkit memory +
+#   filters   a disk made of nbdkit filters, for comparison: memory +
 #             noparallel (serialize=all-requests) + delay + rate, as a file
 #             through nbdfuse, fio io_uring O_DIRECT on that file
 # into calibration.csv, with the model's prediction.  Sourced by bench/run.
@@ -49,7 +49,7 @@ calibrate() {
 		cal_run file "$pat" --ioengine=nbd --uri="$URI"
 	done
 	stop_server
-	# PERF-ANCHORS section 4's spindle: needs nbdfuse (libnbd-bin).
+	# The filter recipe's disk: needs nbdfuse (libnbd-bin).
 	if ! command -v nbdfuse >/dev/null; then
 		log "nbdfuse not found: calibration without the filter recipe"
 		return 0

@@ -42,12 +42,12 @@
  * schedule.  One thread serves everything: it reads requests from
  * /dev/fuse as they come, and a timerfd wakes it at the next completion.
  *
- * Why not nbdfuse over nbdkit (delay, rate and noparallel filters), as in
- * /work/shared/research/PERF-ANCHORS.md section 4?  nbdfuse runs FUSE
- * requests on a pool of threads that reorders them on their way to the
- * server (a sequential 1M stream at QD8 paid a seek on 25-30 % of its
- * requests), or, single-threaded (-s), idles the disk for a round trip
- * after every request (89 % busy for 1M reads at QD8); the delay filter
+ * Why not nbdfuse over nbdkit with the delay, rate and noparallel filters,
+ * a disk made of stock parts?  nbdfuse runs FUSE requests on a pool of
+ * threads that reorders them on their way to the server (a sequential 1M
+ * stream at QD8 paid a seek on 25-30 % of its requests), or,
+ * single-threaded (-s), idles the disk for a round trip after every
+ * request (89 % busy for 1M reads at QD8); the delay filter
  * charges its delay on sequential requests too; and the NBD hop costs CPU.
  * Why not libfuse 3.14 (Debian 12)?  Its low-level API could carry this
  * loop (fuse_session_fd, deferred fuse_reply_*, max_write), but it cannot

@@ -2,11 +2,12 @@
 # publish.sh RESULTS [DOCS]: put the report of one bench/run into the docs.
 #
 # Copies RESULTS/report.md to DOCS/classic-studies.md (DOCS: the tree's
-# docs/), its charts and the per-study CSVs (plus results.csv, counts.csv,
-# calibration.csv, facts.txt, timing.csv, and the gnuplot scripts and data)
-# to DOCS/classic-studies/, with the report's links pointed there.  The raw
-# fio JSON and logs stay in RESULTS.  Refuses a quick run and a report that
-# names no tree (docs carry full runs of a known commit).
+# docs/), its charts and every CSV of RESULTS (the per-study ones and
+# results.csv, counts.csv, calibration.csv, timing.csv; plus facts.txt and
+# the gnuplot scripts and data) to DOCS/classic-studies/, with the report's
+# links pointed there.  The raw fio JSON and logs stay in RESULTS.  Refuses
+# a quick run and a report that names no tree (docs carry full runs of a
+# known commit).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 res=${1:?usage: publish.sh RESULTS [DOCS]}
@@ -21,9 +22,7 @@ rm -rf "$dst"
 mkdir -p "$dst/src"
 cp "$res"/charts/*.png "$dst/"
 cp "$res"/charts/src/* "$dst/src/"
-for f in results.csv counts.csv calibration.csv scaling.csv chunk.csv qdsize.csv raid1.csv parity.csv facts.txt timing.csv; do
-	[ -f "$res/$f" ] && cp "$res/$f" "$dst/"
-done
+cp "$res"/*.csv "$res/facts.txt" "$dst/"
 sed -e 's#](charts/#](classic-studies/#g' \
 	-e 's#`charts/src/`#`classic-studies/src/`#g' \
 	-e '1a\

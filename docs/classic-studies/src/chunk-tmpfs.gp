@@ -1,5 +1,5 @@
 set terminal pngcairo size 1500,620 font 'DejaVu Sans,11'
-set output '/work/main/results/full4/charts/chunk-tmpfs.png'
+set output '../chunk-tmpfs.png'
 set grid ytics lc rgb '#dddddd'
 set border 3
 set tics nomirror

@@ -1,5 +1,5 @@
 set terminal pngcairo size 900,620 font 'DejaVu Sans,11'
-set output '/work/main/results/full4/charts/qdsize-spindle.png'
+set output '../qdsize-spindle.png'
 set title "Where striping pays: random reads, RAID 0 x2 / one member\nemulated disks (5ms, 100 MB/s, 1 at a time)"
 set xlabel 'transfer size'
 set ylabel 'queue depth (outstanding I/Os)'

@@ -1,5 +1,5 @@
 set terminal pngcairo size 900,620 font 'DejaVu Sans,11'
-set output '/work/main/results/full4/charts/qdsize-tmpfs.png'
+set output '../qdsize-tmpfs.png'
 set title "Where striping pays: random reads, RAID 0 x2 / one member\ntmpfs members (the CPU and NBD path are the limit)"
 set xlabel 'transfer size'
 set ylabel 'queue depth (outstanding I/Os)'

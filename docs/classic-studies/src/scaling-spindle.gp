@@ -1,5 +1,5 @@
 set terminal pngcairo size 900,600 font 'DejaVu Sans,11'
-set output '/work/main/results/full4/charts/scaling-spindle.png'
+set output '../scaling-spindle.png'
 set grid ytics lc rgb '#dddddd'
 set border 3
 set tics nomirror

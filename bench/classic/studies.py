@@ -1,0 +1,384 @@
+"""studies.py: the classic studies as data, for report.py to render.
+
+Only data, no code: the labels, the calibration table, and for every study
+its title and prose, the configurations it compares, its tables, goals,
+charts and CSV columns.  The fixed prose of report.md is report.md.in.
+Strings are str.format templates: {chunk}, {disk_access} and every other
+fact of facts.txt (spaces as _), plus the fields each template names.
+report.py loads this file with runpy (nothing is imported or cached).
+
+Blocks of a study, run per medium (after "### medium"), in order:
+  table     rows: patterns; columns: one member, then each configuration's
+            ratio to every base, and an ideal
+  goals     for each pattern a rule matches: ratio >= threshold
+  baseline  one member's absolute figures (all patterns, or the corners)
+  grid      a ratio pivoted: split (one table each), rows, columns, out of
+            members, chunk (of the configuration), pattern, bs, qd; with a
+            geometric-mean column and ranking, or a "lowest cell" goal
+  counts    member I/Os per client request (counts.csv) against the layout
+  lines, bars, panels, heatmap: gnuplot charts of the table or grid
+A rule or a block's "media" limits it; a rule matches a pattern by "kind",
+"bs", "qd" and "qd_min".
+"""
+
+MEDIA = {"spindle": "emulated disks", "tmpfs": "tmpfs members"}
+CHART_MEDIUM = {
+    "spindle": "emulated disks ({disk_access}, {disk_mbps} MB/s, {disk_slots} at a time)",
+    "tmpfs": "tmpfs members (the CPU and NBD path are the limit)",
+}
+# Facts that an older facts.txt may lack; any other missing fact reads "?".
+FACT_DEFAULTS = {"chunk": "512K", "disk_access": "5ms", "disk_mbps": "100",
+                 "cores": "2", "nbdkit_threads": "16"}
+# The facts listed under "Machine and method", as facts.txt names them.
+MACHINE = ["cores", "memory", "kernel", "load before", "nbdkit", "fio", "gnuplot",
+           "libnbd", "tree", "plugin"]
+
+BASELINE = "1disk"
+BASELINE_LABEL = "one member"
+CONFIG_LABEL = "RAID {level} x{members}"
+PATTERN_LABEL = {
+    "read": "{size} seq read QD{qd}",
+    "write": "{size} seq write QD{qd}",
+    "randread": "{size} rand read QD{qd}",
+    "randwrite": "{size} rand write QD{qd}",
+    "db": "database {size} QD{qd}",
+    "fs": "file server {size} QD{qd}",
+    "ws": "workstation {size} QD{qd}",
+}
+
+REPORT = {
+    "goals_intro": "Judged on the emulated disks (on tmpfs the members are not the "
+                   "limit), except where a medium is named.",
+    "goals_header": ["goal", "medium", "measured", "verdict", "if missed: what limited it"],
+    "met": "Every goal measured in this run was met.",
+    "missed": "Goals missed in this run: {missed} of {goals} (see the table of goals "
+              "for what limited each).",
+    "timing_header": ["part", "medium", "seconds"],
+    "counts_intro": "Member I/Os per client request, counted exactly by the emulated "
+                    "disks over a run of a fixed number of client I/Os (no ramp):",
+    "counts_header": ["config", "pattern", "client I/Os", "member reads / client I/O",
+                      "member writes / client I/O", "member bytes / client byte (r / w)",
+                      "expected (layout) reads / writes"],
+}
+
+CALIBRATION = {
+    "title": "### Calibration: one emulated disk against its parameters",
+    "intro": "Each cell: the measured figure and, in brackets, its ratio to the model's "
+             "prediction (the disk kept busy: QD1 adds the client's round trip to every "
+             "request, so QD1 cells sit a little below 1.00).",
+    "model": "model: access + size / bandwidth",
+    "targets": {
+        "raw": "fio on the member file (io_uring, O_DIRECT)",
+        "1disk": "**one member: nbdraid level=0 over it, through NBD (the baseline)**",
+        "file": "nbdkit file plugin over the member, through NBD",
+        "filters": "filter recipe: nbdkit memory + noparallel + delay + rate, via nbdfuse",
+    },
+    # [target, pattern, note]: the note when that cell was measured; {mbps}
+    # is the cell's MB/s.
+    "notes": [
+        ["file", "read:1M:8",
+         "- The file plugin's 1M transfers at QD8 (reads and writes) fall short because "
+         "nbdkit's request buffers are not page aligned: 1M spans 257 pages, more than "
+         "one FUSE request carries (256), so each 1M transfer reaches the disk as two "
+         "requests and the second one waits behind others.  nbdraid opens the members "
+         "`direct=true`, whose bounce buffers are aligned.  In the rows below 1M the two "
+         "NBD baselines agree."],
+        ["filters", "read:64k:8",
+         "- The filter recipe charges its delay on every request, sequential or not: "
+         "64K sequential reads run at one request per delay ({mbps:.0f} MB/s), where a "
+         "disk streams at its bandwidth.  And its rate filter (`burstiness=0.1`) refills "
+         "its bucket during the delay, so a large random request costs about the larger "
+         "of the delay and the transfer, not their sum (1M random reads above the "
+         "model).  That is why the studies use fusedisk."],
+    ],
+}
+
+# --- charts --------------------------------------------------------------------
+# Series templates get {dat}, {col} ({lo}, {hi}: the range's columns), {pt},
+# {color} and {title}; "SERIES" in a list of plots stands for them, and a
+# {medium: plot} entry is drawn on that medium only.
+
+COLORS = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02",
+          "#a6761d", "#666666", "#1f78b4", "#b2df8a"]
+COMMON = """set grid ytics lc rgb '#dddddd'
+set border 3
+set tics nomirror
+"""
+BARS = """set ylabel 'throughput / one member'
+set yrange [0:{ymax:g}]
+set style data histogram
+set style histogram errorbars gap 1.5 lw 1
+set style fill solid 0.85 border -1
+set boxwidth 0.9
+set xtics font ',10' nomirror
+set key top right box opaque
+{lines}
+plot {plots}
+"""
+BAR_LINE = """set arrow from graph 0, first {y:g} to graph 1, first {y:g} nohead {style}
+set label '{label}' at graph 0.005, first {y:g} left offset 0,0.6 font ',9'
+"""
+BAR_SERIES = "'{dat}' using {col}:{lo}:{hi}:xtic(1) lc rgb '{color}' title '{title}'"
+ONE_MEMBER_LINE = [1, "one member", "lc rgb '#000000' lw 1.5"]
+
+# --- the studies ---------------------------------------------------------------
+
+STUDIES = [
+    {
+        "name": "scaling",
+        "title": "## 1. Member scaling: what do 2, 3, 4 members buy?",
+        "intro": [
+            "RAID 0 (chunk {chunk}) over 1 to 4 members, each figure a ratio to one "
+            "member measured in the same run.  The ideal is N x for sequential "
+            "transfers; for random 4k at QD8 the requests land on random members, and "
+            "some members sit idle while others queue: the *random-placement ideal* is "
+            "simulated (8 requests, fixed service time, uniform placement).  Maximum PC "
+            "(June 2004), four PATA drives on a 32-bit PCI card, HD Tach average read: "
+            "{published} (the bus saturated at three).",
+        ],
+        # Maximum PC's figures for 1, 2, 3, 4 drives.
+        "published": ["1.00", "2.02", "2.40", "2.28"],
+        "configs": ["0x2", "0x3", "0x4"],
+        "blocks": [
+            {"block": "table", "header": ["pattern", "one member"],
+             "bases": [["1disk", "x{members}"]],
+             "ideal": {"header": "ideal", "rules": [
+                 {"kind": ["randread", "randwrite"], "qd_min": 2, "ideal": "placement",
+                  "suffix": " (random placement)"},
+                 {"kind": ["randread", "randwrite"], "text": "1.00 (one request at a time)"},
+                 {"ideal": "members"},
+             ]}},
+            {"block": "goals", "media": ["spindle"], "rules": [
+                {"kind": ["read", "write"], "bs": "1M", "qd": 8,
+                 "configs": [["0x2", 1.95], ["0x3", 2.9], ["0x4", 3.8]],
+                 "text": "scaling: {pattern}, {config} >= {threshold:.2f}x"},
+                {"kind": ["randread"], "bs": "4k", "qd": 8, "configs": [["0x4", 3.2]],
+                 "text": "scaling: {pattern}, {config} >= {threshold}x"},
+            ]},
+            {"block": "lines", "alt": "member scaling", "size": "900,600",
+             "published": "mpc.dat", "placement": {"dat": "rp.dat", "qd": 8},
+             "script": COMMON + """set title "RAID 0 member scaling, {medium}\\nratio to one member, same run"
+set xlabel 'members'
+set ylabel 'throughput / one member'
+set xrange [0.8:4.2]
+set xtics 1
+set yrange [0:4.5]
+set key top left box opaque
+set arrow from 0.8,1 to 4.2,1 nohead lc rgb '#000000' lw 1
+plot {plots}
+""",
+             "plots": [
+                 "x title 'ideal: N x' dt 2 lw 2 lc rgb '#999999'",
+                 {"spindle": "'rp.dat' using 1:2 with lines dt 3 lw 2 lc rgb '#7570b3' "
+                             "title 'ideal for random QD8 (random placement)'"},
+                 "SERIES",
+                 "'mpc.dat' using 1:2 with linespoints dt 4 lw 1.5 pt 6 lc rgb '#444444' "
+                 "title 'Maximum PC 2004, 4 PATA drives on PCI (read)'",
+             ],
+             "series": "'{dat}' using 1:{col}:{lo}:{hi} with yerrorlines lw 2 pt {pt} "
+                       "ps 1.3 lc rgb '{color}' title '{title}'"},
+        ],
+        "csv": ["medium", "config", "config_label", "pattern", "pattern_label", "base_iops",
+                "base_mbps", "iops", "mbps", "ratio", "ratio_min", "ratio_max", "reps",
+                "members_busy_pct", "srv_cpu_pct", "host_cpu_pct"],
+    },
+    {
+        "name": "chunk",
+        "title": "## 2. Chunk size: which stripe unit?",
+        "intro": [
+            "RAID 0 over 2 and 4 members at every chunk, each figure a ratio to one member "
+            "in the same run.  The mixed patterns are PassMark's (database: 90 % random, "
+            "90 % read, 2K, QD128, here at 4K, see below; file server: 100 % random, 80 % "
+            "read, 16K, QD128; workstation: 80 % random, 70 % read, 16K, QD1).  *geomean*: "
+            "the geometric mean of the row's ratios, one figure per chunk to rank them.  "
+            "The published studies: Maximum PC (2 drives, 16K..128K) found differences of "
+            "a few per cent, smaller stripes slightly ahead; an SSD study (2 x OCZ Vertex) "
+            "chose 128K as the best balance and warned against anything below 32K; "
+            "Tweakers.net found 64K best for games and 128K slightly better for desktop "
+            "and workstation traces.  The database pattern runs at 4K instead of "
+            "PassMark's 2K: over O_DIRECT members nbdraid advertises a 4K minimum block "
+            "size, and libnbd (fio's nbd engine) refuses smaller requests.",
+        ],
+        "blocks": [
+            {"block": "baseline", "text": "One member: "},
+            {"block": "grid", "split": "members", "rows": "chunk", "cols": "pattern",
+             "caption": "RAID 0 x{members} (ratio to one member; ranges in chunk.csv):",
+             "corner": "chunk", "row_label": "{}", "geomean": "geomean",
+             "rank": "Chunks ranked by the geometric mean over every width and pattern: ",
+             "best": {"medium": "spindle", "tie": 0.99,
+                      "text": "Best chunk on the emulated disks by the geometric mean of "
+                              "every chunk-study ratio: {best} ({geomean:.2f}){ties}; the "
+                              "default is {chunk}.  See section 2 and the closing note.",
+                      "ties": ", within {tie_pct:g} % of each other"}},
+            {"block": "panels", "alt": "chunk size", "dat": "{name}-x{members}.dat",
+             "headroom": 0.6,
+             "script": COMMON + """set multiplot title 'Chunk size, {medium}: ratio to one member (same run)' font ',12'
+set logscale x 2
+set xrange [{xlo:g}:{xhi:g}]
+set xlabel 'chunk (log scale)'
+set ylabel 'throughput / one member'
+set tmargin at screen 0.88
+set bmargin at screen 0.12
+{panels}
+unset multiplot
+""",
+             "panel": """set title 'RAID 0 x{members}'
+set lmargin at screen {left:g}
+set rmargin at screen {right:g}
+set yrange [0:{ymax:g}]
+{key}
+plot {plots}
+""",
+             "keys": ["unset key",
+                      "set key at screen 0.99, graph 0.5 right center font ',10' box opaque"],
+             "plots": ["{members} title 'ideal: {members} x' dt 2 lw 2 lc rgb '#999999'",
+                       "1 notitle lw 1 lc rgb '#000000'", "SERIES"],
+             "series": "'{dat}' using 1:{col}:xtic(2) with linespoints lw 2 pt {pt} ps 1.2 "
+                       "lc rgb '{color}' title '{title}'"},
+        ],
+        "csv": ["medium", "members", "chunk", "pattern", "pattern_label", "base_iops",
+                "base_mbps", "iops", "mbps", "ratio", "ratio_min", "ratio_max", "reps"],
+    },
+    {
+        "name": "qdsize",
+        "title": "## 3. Queue depth x transfer size: where does striping pay?",
+        "intro": [
+            "Random reads, RAID 0 over 2 members (chunk {chunk}) against one member, at "
+            "every queue depth and transfer size of the grid; each cell the ratio (median "
+            "of the per-repetition ratios).  Tweakers.net (2004, 1 drive against 2 in "
+            "RAID 0): at one outstanding I/O the single drive was faster for transfers up "
+            "to 32K, the array led from 64K; at eight outstanding I/Os the array led "
+            "everywhere.  **Goal: RAID 0 over 2 is never below 0.97x of one member.**",
+        ],
+        "configs": ["0x2"],
+        "blocks": [
+            {"block": "baseline", "text": "One member, for scale: ", "corners": True},
+            {"block": "grid", "rows": "qd", "cols": "bs", "corner": "QD \\ transfer",
+             "row_label": "QD{}",
+             # Cells under the threshold were measured again on their own
+             # (s3-qd-size.sh confirm_low, study qdsize-confirm): the goal is
+             # judged on the worst of those and of the cells not measured again.
+             "lowest": {
+                 "threshold": 0.97, "confirm": "qdsize-confirm",
+                 "again": "Cells under {threshold} in the grid were measured again, each "
+                          "on its own: {reps} repetitions of {runtime} s runs, one member "
+                          "and the array back to back.  The lowest of {cells} noisy cells "
+                          "is biased low (the minimum of many estimates), so the goal is "
+                          "judged on these second, independent measurements:",
+                 "header": ["cell", "grid", "measured again"],
+                 "text": "QD x size: {config} >= {threshold}x of one member everywhere "
+                         "(lowest cell: {pattern}{again})",
+                 "again_note": ", measured again; grid {grid:.2f}",
+                 "why": "; its lowest single repetition {lo:.2f}",
+             }},
+            {"block": "heatmap", "alt": "QD x transfer size", "size": "900,620",
+             "script": """set title "Where striping pays: random reads, RAID 0 x2 / one member\\n{medium}"
+set xlabel 'transfer size'
+set ylabel 'queue depth (outstanding I/Os)'
+set xtics ({xtics})
+set ytics ({ytics})
+set xrange [-0.5:{xmax:g}]
+set yrange [-0.5:{ymax:g}]
+set cblabel 'ratio (RAID 0 x2 / one member)'
+set cbrange [0.5:2.0]
+set palette defined (0.5 '#b2182b', 0.9 '#f4a582', 0.97 '#f7f7f7', 1.03 '#f7f7f7', 1.5 '#92c5de', 2.0 '#2166ac')
+set tics nomirror
+plot '{dat}' using 1:2:3 with image notitle, \\
+     '' using 1:2:(sprintf('%.2f', $3)) with labels font ',11' notitle
+"""},
+        ],
+        "csv": ["medium", "bs", "qd", "base_iops", "base_mbps", "iops", "mbps", "ratio",
+                "ratio_min", "ratio_max", "reps"],
+    },
+    {
+        "name": "raid1",
+        "title": "## 4. RAID 1: faster reads, slower writes?",
+        "intro": [
+            "RAID 1 with 2 and 3 copies against one member.  A read goes to one copy: a "
+            "random read to the member with the fewest I/Os in flight; a read continuing a "
+            "sequential stream stays on the member that read the bytes before it, unless "
+            "that member is busy and another copy is idle, which then starts a run of its "
+            "own (docs/layouts.md).  A write goes to every copy.  The published 2-SSD "
+            "mirror: sequential reads +172 %, 4K reads faster only with many threads, "
+            "writes 20 % to 63 % slower.  md keeps a single sequential reader on one disk "
+            "(1.00x).  On a spindle, 2x on one sequential stream needs each copy to read "
+            "long contiguous runs of it: each run costs one access time, and the runs are "
+            "about as long as the client's queue, so the figure rises with the queue "
+            "depth.  At QD1 there is one request at a time and one copy serves it (ideal "
+            "1.00).  **Goals: reads at QD >= 2 at least 1.9x of one member for 2 copies; "
+            "writes at least 0.9x.**",
+        ],
+        # Printed after the intro with the script's table for this run's disk.
+        "simulation": {
+            "script": "mirror-sim.py",
+            "text": "What a two-way mirror can give one stream of 1M sequential reads on "
+                    "this run's emulated disk, by queue depth, under six read rules, "
+                    "simulated without NBD or CPU (`bench/classic/mirror-sim.py`; an upper "
+                    "bound for the measured figures; *nbdraid* is src/layout/layout.c's "
+                    "rule):",
+        },
+        "configs": ["1x2", "1x3"],
+        "blocks": [
+            {"block": "table", "header": ["pattern", "one member"],
+             "bases": [["1disk", "{config}"]],
+             # Only QD requests are in flight: at most QD copies busy.
+             "ideal": {"header": "ideal (2 / 3 copies)", "rules": [
+                 {"kind": ["read", "randread"], "ideal": "queue"},
+                 {"ideal": "one"},
+             ]}},
+            {"block": "goals", "media": ["spindle"], "rules": [
+                {"kind": ["read", "randread"], "qd_min": 2, "configs": [["1x2", 1.9]],
+                 "text": "{config}: {pattern} >= {threshold}x"},
+                {"kind": ["write", "randwrite"], "configs": [["1x2", 0.9]],
+                 "text": "{config}: {pattern} >= {threshold}x"},
+            ]},
+            {"block": "counts"},
+            {"block": "bars", "alt": "RAID 1", "size": "1150,620", "ymax": 3.6,
+             "script": (COMMON + 'set title "RAID 1 against one member (same run)\\n{medium}"\n'
+                        + BARS),
+             "lines": [ONE_MEMBER_LINE, [2, "2x", "dt 2 lc rgb '#999999' lw 1.5"],
+                       [3, "3x", "dt 2 lc rgb '#999999' lw 1.5"]],
+             "series": BAR_SERIES},
+        ],
+        "csv": ["medium", "config", "pattern", "pattern_label", "base_iops", "base_mbps",
+                "iops", "mbps", "ratio", "ratio_min", "ratio_max", "reps"],
+    },
+    {
+        "name": "parity",
+        "title": "## 5. RAID 5 and RAID 10 against RAID 0 on the same members",
+        "intro": [
+            "Four members, chunk {chunk}.  RAID 5 writes parity: a small write reads the "
+            "old data and parity and writes both (4 member I/Os where RAID 0 does 1); a "
+            "write of a whole stripe (3 data chunks, 1.5M here) computes parity from the "
+            "new data alone and writes 4 chunks, no reads.  RAID 10 (n2) writes every chunk "
+            "twice.  Each figure a ratio to one member and, in the second column of each "
+            "level, to RAID 0 over the same 4 members.  **Goal: RAID 5 full-stripe "
+            "sequential writes over 4 members at least 2.8x of one member.**",
+            "**Degraded reads are not measured: nbdraid has no degraded mode yet** (an "
+            "array with a missing or failed member does not start), so there is nothing to "
+            "measure; this row waits for degraded mode.",
+        ],
+        # One member cannot take a 1.5M request whole (FUSE carries at most 1M
+        # per request): its sequential write bandwidth is measured with 1M.
+        "stand_in": {"spindle": {"write:1536k:8": "write:1M:8"}},
+        "stand_in_note": " ({size} requests: FUSE takes at most 1M)",
+        "configs": ["0x4", "5x4", "10x4"],
+        "blocks": [
+            {"block": "table", "header": ["pattern", "one member"],
+             "bases": [["1disk", "{config} / one"],
+                       ["0x4", "{config} / RAID 0", "ratio_vs_raid0"]]},
+            {"block": "goals", "media": ["spindle"], "rules": [
+                {"kind": ["write"], "bs": "1536k", "qd": 8, "configs": [["5x4", 2.8]],
+                 "text": "{config}: {pattern} (full stripes) >= {threshold}x of one member"},
+            ]},
+            {"block": "counts"},
+            {"block": "bars", "alt": "RAID 5 and 10", "size": "1150,620", "ymax": 4.8,
+             "script": (COMMON + 'set title "RAID 0, 5, 10 over 4 members against one member '
+                        '(same run)\\n{medium}"\n' + BARS),
+             "lines": [ONE_MEMBER_LINE, [4, "4x", "dt 2 lc rgb '#999999' lw 1.5"]],
+             "series": BAR_SERIES},
+        ],
+        "csv": ["medium", "config", "pattern", "pattern_label", "base_iops", "base_mbps",
+                "iops", "mbps", "ratio", "ratio_min", "ratio_max", "reps", "ratio_vs_raid0"],
+    },
+]
