@@ -550,7 +550,8 @@ member_area(struct raid_array *a, uint64_t member_size)
 	if (!a->layout->size_unit) {
 		unit = chunk;
 	} else {
-		unit = member_size ? 512 : MIN(a->layout->size_unit, chunk);
+		unit = member_size ? RAID_SECTOR_BYTES
+				   : MIN(a->layout->size_unit, chunk);
 		unit = MAX(unit, a->io_align);
 	}
 	a->member_bytes = avail / unit * unit;

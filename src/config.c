@@ -172,14 +172,14 @@ parse_sectors(const char *key, const char *v, uint64_t *out)
 			num[len - 1] = '\0';
 			r = raid_parse_size(num, &n);
 		}
-		if (r == 0 && n > (uint64_t)INT64_MAX / 512) {
+		if (r == 0 && n > (uint64_t)INT64_MAX / RAID_SECTOR_BYTES) {
 			r = -ERANGE;
 		}
-		n *= 512;
+		n *= RAID_SECTOR_BYTES;
 	} else {
 		r = raid_parse_size(v, &n);
 	}
-	if (r < 0 || n % 512) {
+	if (r < 0 || n % RAID_SECTOR_BYTES) {
 		raid_error("%s '%s': must be a size in bytes (a multiple of 512) or in 512-byte sectors (2048s)",
 			   key, v);
 		return -EINVAL;
@@ -531,6 +531,8 @@ raid_config_check(const struct raid_config *c)
 	return 0;
 }
 
+#define SIZE_SUFFIX_STEP 1024 /* K, M, G ... are powers of 1024 */
+
 int
 raid_parse_size(const char *str, uint64_t *out)
 {
@@ -556,10 +558,10 @@ raid_parse_size(const char *str, uint64_t *out)
 			return -EINVAL;
 		}
 		for (long i = 0; i < p - suffixes; i++) {
-			if (n > UINT64_MAX / 1024) {
+			if (n > UINT64_MAX / SIZE_SUFFIX_STEP) {
 				return -ERANGE;
 			}
-			n *= 1024;
+			n *= SIZE_SUFFIX_STEP;
 		}
 	}
 	if (n > INT64_MAX) {

@@ -35,7 +35,7 @@ static void
 member_alignment(struct raid_member *m)
 {
 	struct statx stx;
-	unsigned lbs = 512;
+	unsigned lbs = RAID_SECTOR_BYTES;
 
 	m->mem_align = m->io_align = 1;
 	if (m->is_blk && ioctl(m->fd, BLKSSZGET, &lbs) < 0) {

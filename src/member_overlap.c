@@ -400,7 +400,7 @@ resolve_partition(struct resolver *r, const struct overlap_hop *last)
 			   r->m->role, r->m->path, last->name);
 		return chain_done(r);
 	}
-	shift_range(&h, last, start * 512);
+	shift_range(&h, last, start * RAID_SECTOR_BYTES);
 	h.name = blk_name(r, h.node.dev);
 	return h.name ? descend(r, &h) : -ENOMEM;
 }

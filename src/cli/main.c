@@ -60,10 +60,10 @@ cmd_info(struct raid_array *a, int argc, char **argv)
 	printf("size:             %llu\n", (unsigned long long)i.size);
 	printf("data offset:      %llu (%llu sectors)\n",
 	       (unsigned long long)i.data_offset,
-	       (unsigned long long)i.data_offset / 512);
+	       (unsigned long long)i.data_offset / RAID_SECTOR_BYTES);
 	printf("member data:      %llu (%llu sectors) per member\n",
 	       (unsigned long long)i.member_bytes,
-	       (unsigned long long)i.member_bytes / 512);
+	       (unsigned long long)i.member_bytes / RAID_SECTOR_BYTES);
 	printf("block size:       min %u, preferred %u, max %u\n",
 	       i.min_block, i.preferred_block, i.max_block);
 	printf("read-only:        %s\n", i.read_only ? "yes" : "no");

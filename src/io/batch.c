@@ -168,27 +168,38 @@ merge_kind(const struct batch *b, const struct raid_member *m, int op,
 	return MERGE_SEGMENT;
 }
 
+/* Make *arr hold cap elements of size each; 0 or -ENOMEM (*arr kept). */
+static int
+resize(void *arr, unsigned cap, size_t size)
+{
+	void *n = realloc(*(void **)arr, (size_t)cap * size);
+
+	if (!n) {
+		return -ENOMEM;
+	}
+	*(void **)arr = n;
+	return 0;
+}
+
+static unsigned
+next_cap(unsigned cap)
+{
+	return cap ? cap * 2 : BATCH_FIRST_CAP;
+}
+
 /* Room for two more segments (and as many iovecs, for batch_run). */
 static int
 grow_segs(struct batch *b)
 {
-	unsigned cap = b->segs_cap ? b->segs_cap * 2 : BATCH_FIRST_CAP;
-	struct batch_seg *s;
-	struct iovec *v;
+	unsigned cap = next_cap(b->segs_cap);
 
 	if (b->nr_segs + 2 <= b->segs_cap) {
 		return 0;
 	}
-	s = realloc(b->segs, cap * sizeof(*s));
-	if (!s) {
+	if (resize(&b->segs, cap, sizeof(*b->segs)) < 0 ||
+	    resize(&b->iov, cap, sizeof(*b->iov)) < 0) {
 		return -ENOMEM;
 	}
-	b->segs = s;
-	v = realloc(b->iov, cap * sizeof(*v));
-	if (!v) {
-		return -ENOMEM;
-	}
-	b->iov = v;
 	b->segs_cap = cap;
 	return 0;
 }
@@ -219,17 +230,14 @@ add_seg(struct batch *b, unsigned role, void *buf, uint64_t len)
 static int
 grow_reqs(struct batch *b)
 {
-	unsigned cap = b->cap ? b->cap * 2 : BATCH_FIRST_CAP;
-	struct io_req *n;
+	unsigned cap = next_cap(b->cap);
 
 	if (b->nr < b->cap) {
 		return 0;
 	}
-	n = realloc(b->reqs, cap * sizeof(*n));
-	if (!n) {
+	if (resize(&b->reqs, cap, sizeof(*b->reqs)) < 0) {
 		return -ENOMEM;
 	}
-	b->reqs = n;
 	b->cap = cap;
 	return 0;
 }

@@ -35,7 +35,8 @@
 
 #define RING_DEPTH 64
 #define REQ_PENDING 1      /* io_req.res of a request not finished yet */
-#define REAP_TRIES 100     /* a failed ring: waits for what it has in flight */
+#define REAP_TRIES 100     /* a failed ring: waits for what it has in flight, */
+#define REAP_WAIT_US 1000  /* ...this long apart */
 
 static void
 ring_free(void *p)
@@ -222,7 +223,7 @@ ring_failed(struct io_uring *ring, struct io_req *reqs, unsigned nr,
 	ring_drop();
 	for (unsigned tries = 0; in_kernel && tries < REAP_TRIES; tries++) {
 		if (io_uring_wait_cqe(ring, &cqe) < 0) {
-			usleep(1000);
+			usleep(REAP_WAIT_US);
 			continue;
 		}
 		complete(io_uring_cqe_get_data(cqe), cqe->res);

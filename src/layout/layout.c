@@ -2,7 +2,9 @@
  * layout.c: the table of levels.  Explicit, not filled by constructors: a
  * static library drops a file whose only reference is its constructor.
  */
+#include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "layout.h"
 
@@ -22,6 +24,18 @@ layout_find(int level)
 		}
 	}
 	return NULL;
+}
+
+int
+layout_refused(const char *level, const char *layout, char *err,
+	       size_t errlen)
+{
+	if (layout && *layout) {
+		snprintf(err, errlen, "%s takes no layout (got '%s')", level,
+			 layout);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 void

@@ -137,8 +137,11 @@ unsigned raid5_parity_member(const struct raid_geom *g, uint64_t stripe);
 /* The explicit table of levels (no constructors: see docs/design.md). */
 const struct raid_layout *layout_find(int level);
 
-/* layout_name for levels that have no layout choice: "". */
+/* For levels that have no layout choice: layout_name gives "", and setup
+ * refuses any layout= but none (-EINVAL, with the reason in err). */
 void layout_no_name(const struct raid_geom *g, char *buf, size_t len);
+int layout_refused(const char *level, const char *layout, char *err,
+		   size_t errlen);
 
 /*
  * The data path of the levels without parity (0, 1, 10; RAID 5 reads too),

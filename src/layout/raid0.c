@@ -18,9 +18,7 @@
 static int
 raid0_setup(struct raid_geom *g, const char *layout, char *err, size_t errlen)
 {
-	if (layout && *layout) {
-		snprintf(err, errlen, "raid0 takes no layout (got '%s')",
-			 layout);
+	if (layout_refused("raid0", layout, err, errlen) < 0) {
 		return -EINVAL;
 	}
 	g->copies = 1;

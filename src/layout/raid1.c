@@ -18,9 +18,7 @@
 static int
 raid1_setup(struct raid_geom *g, const char *layout, char *err, size_t errlen)
 {
-	if (layout && *layout) {
-		snprintf(err, errlen, "raid1 takes no layout (got '%s')",
-			 layout);
+	if (layout_refused("raid1", layout, err, errlen) < 0) {
 		return -EINVAL;
 	}
 	g->copies = g->nr_members;
