@@ -14,44 +14,50 @@
 #ifndef RAID_H
 #define RAID_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdarg.h>
 
 #include "raid_config.h"
 
 struct raid_array;
 
-/* Request flags, the same meaning as nbdkit's. */
-#define RAID_FUA       (1u << 0) /* durable on every touched member before return */
-#define RAID_MAY_TRIM  (1u << 1) /* zero: holes are fine */
-#define RAID_FAST_ZERO (1u << 2) /* zero: fail with -ENOTSUP rather than write */
-#define RAID_REQ_ONE   (1u << 3) /* extents: one extent is enough */
+/*
+ * Request flags, the same meaning as nbdkit's:
+ *   RAID_FUA        durable on every member it changed before return
+ *   RAID_MAY_TRIM   zero: holes are fine
+ *   RAID_FAST_ZERO  zero: fail with -ENOTSUP rather than write
+ *   RAID_REQ_ONE    extents: one extent is enough
+ */
+#define RAID_FUA       (1u << 0)
+#define RAID_MAY_TRIM  (1u << 1)
+#define RAID_FAST_ZERO (1u << 2)
+#define RAID_REQ_ONE   (1u << 3)
 
 /* Extent types, numerically the same as NBDKIT_EXTENT_HOLE/ZERO. */
 #define RAID_EXTENT_HOLE (1u << 0)
 #define RAID_EXTENT_ZERO (1u << 1)
 
 struct raid_info {
-	uint64_t size;           /* array bytes */
+	uint64_t size; /* array bytes */
 	int level;
 	unsigned nr_members;
 	uint64_t chunk_bytes;
-	uint32_t min_block;      /* smallest I/O that needs no read-modify-write */
-	uint32_t preferred_block;/* one full stripe (a power of two) */
+	uint32_t min_block; /* smallest I/O that needs no read-modify-write */
+	uint32_t preferred_block; /* one full stripe (a power of two) */
 	uint32_t max_block;
-	bool read_only;          /* some member could only be opened read-only */
-	char layout[32];         /* "n2", "left-symmetric", ... or "" */
-	uint64_t data_offset;    /* where array data starts on every member */
-	uint64_t member_bytes;   /* each member's data area, from data_offset */
+	bool read_only;	       /* some member could only be opened read-only */
+	char layout[32];       /* "n2", "left-symmetric", ... or "" */
+	uint64_t data_offset;  /* where array data starts on every member */
+	uint64_t member_bytes; /* each member's data area, from data_offset */
 };
 
 int raid_open(const struct raid_config *cfg, struct raid_array **out);
 void raid_close(struct raid_array *a);
 void raid_get_info(const struct raid_array *a, struct raid_info *info);
 
-int raid_pread(struct raid_array *a, void *buf, uint32_t count,
-	       uint64_t offset, uint32_t flags);
+int raid_pread(struct raid_array *a, void *buf, uint32_t count, uint64_t offset,
+	       uint32_t flags);
 int raid_pwrite(struct raid_array *a, const void *buf, uint32_t count,
 		uint64_t offset, uint32_t flags);
 int raid_flush(struct raid_array *a);
@@ -77,14 +83,14 @@ int raid_extents(struct raid_array *a, uint32_t count, uint64_t offset,
  */
 #define RAID_CHECK_LIST 16
 enum raid_check_unit {
-	RAID_CHECK_NONE,         /* no redundancy: nothing checked */
-	RAID_CHECK_STRIPE,       /* parity: a stripe row of every member */
-	RAID_CHECK_CHUNK,        /* copies: a logical chunk's places */
+	RAID_CHECK_NONE,   /* no redundancy: nothing checked */
+	RAID_CHECK_STRIPE, /* parity: a stripe row of every member */
+	RAID_CHECK_CHUNK,  /* copies: a logical chunk's places */
 };
 struct raid_check_result {
 	enum raid_check_unit unit;
-	uint64_t units;          /* stripes or chunks checked */
-	uint64_t mismatched;     /* of those, how many disagree */
+	uint64_t units;			 /* stripes or chunks checked */
+	uint64_t mismatched;		 /* of those, how many disagree */
 	uint64_t first[RAID_CHECK_LIST]; /* the first mismatched units */
 };
 /* "none", "stripe", "chunk": the unit's name in messages and JSON. */

@@ -17,9 +17,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define RAID_MAX_MEMBERS 64
-#define RAID_MIN_CHUNK (4u << 10)
-#define RAID_MAX_CHUNK (16u << 20)
+#define RAID_MAX_MEMBERS   64
+#define RAID_MIN_CHUNK	   (4u << 10)
+#define RAID_MAX_CHUNK	   (16u << 20)
 #define RAID_DEFAULT_CHUNK (512u << 10)
 /* md and the kernel count offsets and sizes in 512-byte sectors. */
 #define RAID_SECTOR_BYTES 512u
@@ -35,16 +35,17 @@ enum raid_io_mode {
 struct raid_config_sources;
 
 struct raid_config {
-	int level;            /* 0, 1, 5, 10; -1 until set */
-	char *layout;         /* RAID10: n2, f2, o2, ...; NULL = default */
+	int level;	      /* 0, 1, 5, 10; -1 until set */
+	char *layout;	      /* RAID10: n2, f2, o2, ...; NULL = default */
 	uint64_t chunk_bytes; /* power of two */
-	bool direct;          /* open members O_DIRECT */
+	bool direct;	      /* open members O_DIRECT */
 	enum raid_io_mode io;
 	uint64_t data_offset; /* metadata=none: where array data starts */
-	uint64_t member_size; /* bytes of each member from data_offset; 0 = all */
-	bool read_only;       /* open members O_RDONLY (nbdraid check) */
-	char *metadata;       /* "none" */
-	char **members;       /* absolute paths, role order */
+	uint64_t member_size; /* bytes of each member from data_offset; 0 = all
+			       */
+	bool read_only;	      /* open members O_RDONLY (nbdraid check) */
+	char *metadata;	      /* "none" */
+	char **members;	      /* absolute paths, role order */
 	unsigned nr_members;
 	struct raid_config_sources *sources; /* NULL until a key is set */
 };

@@ -117,7 +117,7 @@ nbdraid_get_size(void *handle)
 
 static int
 nbdraid_block_size(void *handle, uint32_t *minimum, uint32_t *preferred,
-		uint32_t *maximum)
+		   uint32_t *maximum)
 {
 	(void)handle;
 	*minimum = info.min_block;
@@ -187,7 +187,7 @@ core_flags(uint32_t flags)
 
 static int
 nbdraid_pread(void *handle, void *buf, uint32_t count, uint64_t offset,
-	   uint32_t flags)
+	      uint32_t flags)
 {
 	(void)handle;
 	(void)flags;
@@ -195,21 +195,20 @@ nbdraid_pread(void *handle, void *buf, uint32_t count, uint64_t offset,
 		nbdkit_debug("pread %u at %llu", count,
 			     (unsigned long long)offset);
 	}
-	return result(raid_pread(array, buf, count, offset, 0), "pread",
-		      count, offset);
+	return result(raid_pread(array, buf, count, offset, 0), "pread", count,
+		      offset);
 }
 
 static int
 nbdraid_pwrite(void *handle, const void *buf, uint32_t count, uint64_t offset,
-	    uint32_t flags)
+	       uint32_t flags)
 {
 	(void)handle;
 	if (raid_debug_requests) {
 		nbdkit_debug("pwrite %u at %llu flags %#x", count,
 			     (unsigned long long)offset, flags);
 	}
-	return result(raid_pwrite(array, buf, count, offset,
-					core_flags(flags)),
+	return result(raid_pwrite(array, buf, count, offset, core_flags(flags)),
 		      "pwrite", count, offset);
 }
 
@@ -245,15 +244,15 @@ add_extent(void *ctx, uint64_t offset, uint64_t length, uint32_t type)
 
 static int
 nbdraid_extents(void *handle, uint32_t count, uint64_t offset, uint32_t flags,
-	     struct nbdkit_extents *extents)
+		struct nbdkit_extents *extents)
 {
 	(void)handle;
-	return result(raid_extents(array, count, offset,
-					 core_flags(flags), add_extent,
-					 extents),
+	return result(raid_extents(array, count, offset, core_flags(flags),
+				   add_extent, extents),
 		      "extents", count, offset);
 }
 
+/* clang-format off */
 static struct nbdkit_plugin plugin = {
 	.name               = "raid",
 	.longname           = "nbdraid: software RAID 0/1/5/10 over files and block devices",
@@ -281,5 +280,6 @@ static struct nbdkit_plugin plugin = {
 	.extents            = nbdraid_extents,
 	.errno_is_preserved = 0,
 };
+/* clang-format on */
 
 NBDKIT_REGISTER_PLUGIN(plugin)

@@ -41,7 +41,7 @@
 #include "util.h"
 
 /* NBD block size limits (the protocol's, for NBD_INFO_BLOCK_SIZE). */
-#define NBD_MAX_BLOCK (32u << 20)
+#define NBD_MAX_BLOCK	  (32u << 20)
 #define NBD_MIN_PREFERRED 512u
 
 /* ---- the data path ----------------------------------------------------- */
@@ -94,8 +94,8 @@ array_read(struct raid_array *a, void *buf, uint64_t count, uint64_t off)
 }
 
 static int
-array_write(struct raid_array *a, const void *buf, uint64_t count,
-	    uint64_t off, uint32_t flags)
+array_write(struct raid_array *a, const void *buf, uint64_t count, uint64_t off,
+	    uint32_t flags)
 {
 	struct batch *b = batch_begin();
 	int r;
@@ -112,9 +112,10 @@ static int
 check_range(const struct raid_array *a, uint64_t count, uint64_t off)
 {
 	if (off > a->size || count > a->size - off) {
-		raid_error("request %llu+%llu is beyond the end of the array (%llu)",
-			   (unsigned long long)off, (unsigned long long)count,
-			   (unsigned long long)a->size);
+		raid_error(
+			"request %llu+%llu is beyond the end of the array (%llu)",
+			(unsigned long long)off, (unsigned long long)count,
+			(unsigned long long)a->size);
 		return -ENOSPC;
 	}
 	return 0;
@@ -166,8 +167,8 @@ raid_pread(struct raid_array *a, void *buf, uint32_t count, uint64_t offset,
 
 /* Read the partial edge blocks of [off, off+count), patch, write it all. */
 static int
-write_rmw(struct raid_array *a, const void *buf, uint64_t count,
-	  uint64_t off, uint32_t flags)
+write_rmw(struct raid_array *a, const void *buf, uint64_t count, uint64_t off,
+	  uint32_t flags)
 {
 	uint32_t al = a->io_align;
 	uint64_t lo = ROUND_DOWN(off, al), hi = ROUND_UP(off + count, al);
@@ -331,7 +332,8 @@ trim_refused(const struct raid_array *a)
 	for (unsigned i = 0; i < a->nr_members; i++) {
 		const struct raid_member *m = &a->members[i];
 
-		if (atomic_load_explicit(m->is_blk ? &m->no_discard : &m->no_punch,
+		if (atomic_load_explicit(m->is_blk ? &m->no_discard
+						   : &m->no_punch,
 					 memory_order_relaxed)) {
 			return true;
 		}
@@ -340,8 +342,7 @@ trim_refused(const struct raid_array *a)
 }
 
 int
-raid_trim(struct raid_array *a, uint32_t count, uint64_t offset,
-	  uint32_t flags)
+raid_trim(struct raid_array *a, uint32_t count, uint64_t offset, uint32_t flags)
 {
 	uint64_t lo = ROUND_UP(offset, a->discard_align);
 	uint64_t hi = ROUND_DOWN(offset + count, a->discard_align);
@@ -374,14 +375,14 @@ zero_without_writes(const struct raid_array *a, uint64_t count, uint64_t off)
 	if (!IS_ALIGNED(off | count, a->discard_align)) {
 		return false;
 	}
-	return !a->layout->stripe_pieces || (off % stripe == 0 &&
-					     count % stripe == 0);
+	return !a->layout->stripe_pieces ||
+	       (off % stripe == 0 && count % stripe == 0);
 }
 
 /* Zero the unaligned edges of a range by writing zeros. */
 static int
-zero_edges(struct raid_array *a, uint64_t count, uint64_t off,
-	   uint32_t flags, uint64_t *lo, uint64_t *hi)
+zero_edges(struct raid_array *a, uint64_t count, uint64_t off, uint32_t flags,
+	   uint64_t *lo, uint64_t *hi)
 {
 	int r = 0;
 
@@ -398,9 +399,9 @@ zero_edges(struct raid_array *a, uint64_t count, uint64_t off,
 }
 
 int
-raid_zero(struct raid_array *a, uint32_t count, uint64_t offset,
-	  uint32_t flags)
+raid_zero(struct raid_array *a, uint32_t count, uint64_t offset, uint32_t flags)
 {
+	bool fast = flags & RAID_FAST_ZERO;
 	uint64_t lo, hi;
 	int r = check_range(a, count, offset);
 	/*
@@ -408,10 +409,8 @@ raid_zero(struct raid_array *a, uint32_t count, uint64_t offset,
 	 * allows, and for fast zero on block devices, where ZERO_RANGE may
 	 * fall back to writing zeros but PUNCH_HOLE may not.
 	 */
-	int op = (flags & RAID_MAY_TRIM) ||
-			 ((flags & RAID_FAST_ZERO) && a->has_blk)
-		 ? IO_PUNCH
-		 : IO_ZERO;
+	bool punch = (flags & RAID_MAY_TRIM) || (fast && a->has_blk);
+	int op = punch ? IO_PUNCH : IO_ZERO;
 
 	if (r < 0) {
 		return r;
@@ -419,7 +418,7 @@ raid_zero(struct raid_array *a, uint32_t count, uint64_t offset,
 	if (a->read_only) {
 		return -EROFS;
 	}
-	if ((flags & RAID_FAST_ZERO) && !zero_without_writes(a, count, offset)) {
+	if (fast && !zero_without_writes(a, count, offset)) {
 		return -ENOTSUP;
 	}
 	r = zero_edges(a, count, offset, flags & RAID_FUA, &lo, &hi);
@@ -427,7 +426,7 @@ raid_zero(struct raid_array *a, uint32_t count, uint64_t offset,
 		return r;
 	}
 	r = array_discard(a, op, flags, hi - lo, lo);
-	if (r == -EOPNOTSUPP && op == IO_PUNCH && !(flags & RAID_FAST_ZERO)) {
+	if (r == -EOPNOTSUPP && punch && !fast) {
 		r = array_discard(a, IO_ZERO, flags, hi - lo, lo);
 	}
 	return r == -EOPNOTSUPP ? -ENOTSUP : r;
@@ -470,8 +469,9 @@ raid_extents(struct raid_array *a, uint32_t count, uint64_t offset,
 
 	for (unsigned i = 0; r == 0 && offset < end && i < EXTENT_MAX_PIECES;
 	     i++) {
-		uint64_t len = MIN(end - offset,
-				   a->chunk_bytes - (offset & (a->chunk_bytes - 1)));
+		uint64_t len =
+			MIN(end - offset,
+			    a->chunk_bytes - (offset & (a->chunk_bytes - 1)));
 		uint64_t run;
 		bool hole;
 
@@ -530,7 +530,8 @@ member_area(struct raid_array *a, uint64_t member_size)
 			continue;
 		}
 		if (data_offset || member_size) {
-			n = snprintf(what, sizeof(what), "data-offset %llu plus ",
+			n = snprintf(what, sizeof(what),
+				     "data-offset %llu plus ",
 				     (unsigned long long)data_offset);
 		}
 		if (member_size) {
@@ -557,7 +558,8 @@ member_area(struct raid_array *a, uint64_t member_size)
 	a->member_bytes = avail / unit * unit;
 	if (a->member_bytes < chunk) {
 		raid_error("member-size %llu is smaller than one chunk (%llu)",
-			   (unsigned long long)avail, (unsigned long long)chunk);
+			   (unsigned long long)avail,
+			   (unsigned long long)chunk);
 		return -EINVAL;
 	}
 	a->g.member_chunks = DIV_ROUND_UP(a->member_bytes, chunk);
@@ -565,10 +567,11 @@ member_area(struct raid_array *a, uint64_t member_size)
 		uint64_t used = data_offset + a->member_bytes;
 
 		if (a->members[i].size > used) {
-			raid_debug("member %u (%s): %llu bytes past %llu unused",
-				   i, a->members[i].path,
-				   (unsigned long long)(a->members[i].size - used),
-				   (unsigned long long)used);
+			raid_debug(
+				"member %u (%s): %llu bytes past %llu unused",
+				i, a->members[i].path,
+				(unsigned long long)(a->members[i].size - used),
+				(unsigned long long)used);
 		}
 	}
 	return 0;
@@ -597,20 +600,22 @@ array_alignment(struct raid_array *a)
 	a->discard_align = MAX(a->discard_align, a->io_align);
 	if (!is_power_of_2(a->io_align) || !is_power_of_2(a->discard_align) ||
 	    a->discard_align > a->chunk_bytes) {
-		raid_error("member block size %u does not divide the chunk (%llu)",
-			   a->discard_align,
-			   (unsigned long long)a->chunk_bytes);
+		raid_error(
+			"member block size %u does not divide the chunk (%llu)",
+			a->discard_align, (unsigned long long)a->chunk_bytes);
 		return -EINVAL;
 	}
 	if (a->mem_align > IO_BUF_ALIGN || a->discard_align > IO_ZEROS_BYTES) {
-		raid_error("member alignment %u/%u is more than nbdraid supports (%u/%u)",
-			   a->mem_align, a->discard_align, IO_BUF_ALIGN,
-			   IO_ZEROS_BYTES);
+		raid_error(
+			"member alignment %u/%u is more than nbdraid supports (%u/%u)",
+			a->mem_align, a->discard_align, IO_BUF_ALIGN,
+			IO_ZEROS_BYTES);
 		return -EINVAL;
 	}
 	if (!IS_ALIGNED(data_offset, a->discard_align)) {
-		raid_error("data-offset %llu is not a multiple of the members' block size %u",
-			   (unsigned long long)data_offset, a->discard_align);
+		raid_error(
+			"data-offset %llu is not a multiple of the members' block size %u",
+			(unsigned long long)data_offset, a->discard_align);
 		return -EINVAL;
 	}
 	return 0;
@@ -645,8 +650,8 @@ array_geometry(struct raid_array *a, const struct raid_config *cfg)
 	if (r == 0) {
 		r = member_area(a, cfg->member_size);
 	}
-	if (r == 0 && (r = a->layout->setup(&a->g, cfg->layout, err,
-					    sizeof(err))) < 0) {
+	if (r == 0 &&
+	    (r = a->layout->setup(&a->g, cfg->layout, err, sizeof(err))) < 0) {
 		raid_error("%s", err);
 	}
 	return r;

@@ -20,21 +20,21 @@
 #include "io/io.h"
 #include "layout/layout.h"
 #include "member.h"
-#include "range_lock.h"
 #include "raid.h"
+#include "range_lock.h"
 #include "stripe_lock.h"
 
 struct raid_array {
 	const struct raid_layout *layout;
-	struct raid_geom g;          /* chunk_shift, data_offset, copies ... */
+	struct raid_geom g; /* chunk_shift, data_offset, copies ... */
 	struct raid_member *members;
 	unsigned nr_members;
-	uint64_t size;               /* array bytes */
+	uint64_t size; /* array bytes */
 	uint64_t chunk_bytes;
-	uint64_t member_bytes;       /* each member's data area */
-	uint64_t write_piece_bytes;  /* writes are cut at these boundaries */
-	unsigned mem_align;          /* O_DIRECT buffer alignment, max */
-	unsigned io_align;           /* O_DIRECT offset/length alignment, max */
+	uint64_t member_bytes;	    /* each member's data area */
+	uint64_t write_piece_bytes; /* writes are cut at these boundaries */
+	unsigned mem_align;	    /* O_DIRECT buffer alignment, max */
+	unsigned io_align;	    /* O_DIRECT offset/length alignment, max */
 	/*
 	 * Trim and zero reach members in multiples of this: io_align, or a
 	 * block device's logical block even when opened buffered (BLKDISCARD,
@@ -42,8 +42,8 @@ struct raid_array {
 	 */
 	unsigned discard_align;
 	bool read_only;
-	bool has_blk;                /* some member is a block device */
-	bool owns_members;           /* raid_close() closes them */
+	bool has_blk;		      /* some member is a block device */
+	bool owns_members;	      /* raid_close() closes them */
 	struct range_lock write_lock; /* see above */
 	struct stripe_locks stripe_locks;
 };

@@ -117,9 +117,10 @@ raid_check(struct raid_array *a, struct raid_check_result *res)
 		res->unit = RAID_CHECK_NONE;
 		return 0;
 	}
-	res->unit = a->layout->stripe_pieces ? RAID_CHECK_STRIPE
-					     : RAID_CHECK_CHUNK;
-	units = a->layout->stripe_pieces ? a->g.member_chunks : a->g.array_chunks;
+	res->unit =
+		a->layout->stripe_pieces ? RAID_CHECK_STRIPE : RAID_CHECK_CHUNK;
+	units = a->layout->stripe_pieces ? a->g.member_chunks
+					 : a->g.array_chunks;
 	if (posix_memalign((void **)&mem, IO_BUF_ALIGN,
 			   (size_t)(a->nr_members + 1) * slice) != 0) {
 		return -ENOMEM;
@@ -129,7 +130,8 @@ raid_check(struct raid_array *a, struct raid_check_result *res)
 	}
 	batch_init(&b);
 	for (uint64_t u = 0; u < units; u++) {
-		r = unit_ok(a, &b, u, bufs, mem + (size_t)a->nr_members * slice);
+		r = unit_ok(a, &b, u, bufs,
+			    mem + (size_t)a->nr_members * slice);
 		if (r < 0) {
 			break;
 		}

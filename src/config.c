@@ -13,9 +13,9 @@
  * accepts, so the CLI and the tests need no nbdkit.
  */
 #include <ctype.h>
-#include <pthread.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,16 +37,16 @@ enum source {
 
 struct raid_config_sources {
 	enum source from[MAX_OPTIONS]; /* per option-table row */
-	enum source now;               /* of the keys being set now */
-	char *file;                    /* the config file, once loaded */
+	enum source now;	       /* of the keys being set now */
+	char *file;		       /* the config file, once loaded */
 };
 
 struct option {
 	const char *key;
 	int (*set)(struct raid_config *c, const char *value);
 	bool repeats;
-	const char *usage;             /* "level=0|1|5|10" */
-	const char *help;              /* what it does; \n between lines */
+	const char *usage; /* "level=0|1|5|10" */
+	const char *help;  /* what it does; \n between lines */
 };
 
 static int
@@ -54,8 +54,8 @@ set_level(struct raid_config *c, const char *v)
 {
 	const char *s = strncasecmp(v, "raid", 4) == 0 ? v + 4 : v;
 
-	if (strcmp(s, "0") == 0 || strcmp(s, "1") == 0 ||
-	    strcmp(s, "5") == 0 || strcmp(s, "10") == 0) {
+	if (strcmp(s, "0") == 0 || strcmp(s, "1") == 0 || strcmp(s, "5") == 0 ||
+	    strcmp(s, "10") == 0) {
 		c->level = atoi(s);
 		return 0;
 	}
@@ -164,9 +164,10 @@ parse_sectors(const char *key, const char *v, uint64_t *out)
 
 	if (len > 1 && (v[len - 1] == 's' || v[len - 1] == 'S')) {
 		char num[32];
+		bool digits = len - 1 < sizeof(num) &&
+			      strspn(v, "0123456789") == len - 1;
 
-		r = len - 1 < sizeof(num) &&
-		    strspn(v, "0123456789") == len - 1 ? 0 : -EINVAL;
+		r = digits ? 0 : -EINVAL;
 		if (r == 0) {
 			memcpy(num, v, len - 1);
 			num[len - 1] = '\0';
@@ -180,8 +181,9 @@ parse_sectors(const char *key, const char *v, uint64_t *out)
 		r = raid_parse_size(v, &n);
 	}
 	if (r < 0 || n % RAID_SECTOR_BYTES) {
-		raid_error("%s '%s': must be a size in bytes (a multiple of 512) or in 512-byte sectors (2048s)",
-			   key, v);
+		raid_error(
+			"%s '%s': must be a size in bytes (a multiple of 512) or in 512-byte sectors (2048s)",
+			key, v);
 		return -EINVAL;
 	}
 	*out = n;
@@ -242,12 +244,15 @@ _Static_assert(NR_OPTIONS <= MAX_OPTIONS, "sources.from[] holds every row");
 
 /* config=FILE is no row of the table (it loads one), but has a help line. */
 static const struct option config_option = {
-	"config", NULL, false, "config=FILE",
+	"config",
+	NULL,
+	false,
+	"config=FILE",
 	"Read these keys from FILE (docs/config-file.md).",
 };
 
 #define HELP_USAGE_WIDTH 24 /* the usage column */
-#define HELP_MAX 4096
+#define HELP_MAX	 4096
 
 /* Append one option's help: usage, then its lines of text aligned. */
 static size_t
@@ -256,8 +261,8 @@ help_row(char *buf, size_t at, const struct option *o)
 	const char *t = o->help;
 	int col = HELP_USAGE_WIDTH;
 
-	at += snprintf(buf + at, HELP_MAX - at, "%s%-*s", at ? "\n" : "",
-		       col, o->usage);
+	at += snprintf(buf + at, HELP_MAX - at, "%s%-*s", at ? "\n" : "", col,
+		       o->usage);
 	while (*t && at < HELP_MAX) {
 		const char *nl = strchr(t, '\n');
 		int n = nl ? (int)(nl - t) : (int)strlen(t);
@@ -266,7 +271,8 @@ help_row(char *buf, size_t at, const struct option *o)
 		t += n;
 		if (*t == '\n') {
 			t++;
-			at += snprintf(buf + at, HELP_MAX - at, "\n%*s", col, "");
+			at += snprintf(buf + at, HELP_MAX - at, "\n%*s", col,
+				       "");
 		}
 	}
 	return MIN(at, HELP_MAX - 1);
@@ -419,8 +425,8 @@ set_from_file(struct raid_config *c, const char *dir, const char *key,
 	char path[PATH_MAX];
 
 	if (strcmp(key, "member") == 0 && value[0] != '/') {
-		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir,
-				     value) >= sizeof(path)) {
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, value) >=
+		    sizeof(path)) {
 			raid_error("member '%s': path too long", value);
 			return -ENAMETOOLONG;
 		}
@@ -450,8 +456,9 @@ load_lines(struct raid_config *c, FILE *f, const char *dir)
 		}
 		eq = strchr(s, '=');
 		if (!eq) {
-			raid_error("config file %s line %u: expected key = value",
-				   c->sources->file, lineno);
+			raid_error(
+				"config file %s line %u: expected key = value",
+				c->sources->file, lineno);
 			return -EINVAL;
 		}
 		*eq = '\0';
@@ -478,8 +485,9 @@ raid_config_load(struct raid_config *c, const char *path)
 		return -ENOMEM;
 	}
 	if (src->file) {
-		raid_error("config '%s': only one config file per array (already read %s)",
-			   path, src->file);
+		raid_error(
+			"config '%s': only one config file per array (already read %s)",
+			path, src->file);
 		return -EINVAL;
 	}
 	src->file = realpath(path, NULL);

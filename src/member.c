@@ -52,8 +52,8 @@ member_alignment(struct raid_member *m)
 		m->mem_align = stx.stx_dio_mem_align;
 		m->io_align = stx.stx_dio_offset_align;
 	}
-	m->discard_align = m->discard_align > m->io_align ? m->discard_align
-							  : m->io_align;
+	m->discard_align =
+		m->discard_align > m->io_align ? m->discard_align : m->io_align;
 }
 
 static const struct io_backend *
@@ -111,8 +111,8 @@ member_open_fd(struct raid_member *m, bool direct, bool read_only)
 }
 
 int
-member_open(struct raid_member *m, unsigned role, const char *path,
-	    bool direct, bool read_only, enum raid_io_mode io)
+member_open(struct raid_member *m, unsigned role, const char *path, bool direct,
+	    bool read_only, enum raid_io_mode io)
 {
 	struct stat st;
 	int r;
@@ -126,12 +126,14 @@ member_open(struct raid_member *m, unsigned role, const char *path,
 	}
 	r = member_open_fd(m, direct, read_only);
 	if (r == -EINVAL && direct) {
-		raid_error("member %u (%s): open: O_DIRECT is not supported here (use direct=false)",
-			   role, path);
+		raid_error(
+			"member %u (%s): open: O_DIRECT is not supported here (use direct=false)",
+			role, path);
 		return r;
 	}
 	if (r < 0) {
-		raid_error("member %u (%s): open: %s", role, path, strerror(-r));
+		raid_error("member %u (%s): open: %s", role, path,
+			   strerror(-r));
 		return r;
 	}
 	m->direct = direct;
@@ -144,8 +146,8 @@ member_open(struct raid_member *m, unsigned role, const char *path,
 	}
 	member_alignment(m);
 	m->be = member_backend(m, io);
-	raid_debug("member %u (%s): %llu bytes, %s%s, align %u/%u, io %s",
-		   role, path, (unsigned long long)m->size,
+	raid_debug("member %u (%s): %llu bytes, %s%s, align %u/%u, io %s", role,
+		   path, (unsigned long long)m->size,
 		   m->is_blk ? "block device" : "file",
 		   m->direct ? " O_DIRECT" : "", m->mem_align, m->io_align,
 		   m->be->name);

@@ -19,19 +19,19 @@
 struct raid_member {
 	unsigned role;
 	char *path;
-	int fd;                      /* -1 for members without one (tests) */
+	int fd; /* -1 for members without one (tests) */
 	bool is_blk;
-	bool direct;                 /* opened O_DIRECT */
-	bool read_only;              /* could only be opened O_RDONLY */
-	uint64_t size;               /* bytes */
-	unsigned mem_align;          /* O_DIRECT buffer alignment, else 1 */
-	unsigned io_align;           /* O_DIRECT offset/length alignment */
-	unsigned discard_align;      /* trim/zero: io_align, or a block
-					device's logical block, else 1 */
-	dev_t dev;                   /* identity, to refuse the same file */
-	ino_t ino;                   /* twice (st_rdev for block devices) */
+	bool direct;		/* opened O_DIRECT */
+	bool read_only;		/* could only be opened O_RDONLY */
+	uint64_t size;		/* bytes */
+	unsigned mem_align;	/* O_DIRECT buffer alignment, else 1 */
+	unsigned io_align;	/* O_DIRECT offset/length alignment */
+	unsigned discard_align; /* trim/zero: io_align, or a block
+				   device's logical block, else 1 */
+	dev_t dev;		/* identity, to refuse the same file */
+	ino_t ino;		/* twice (st_rdev for block devices) */
 	const struct io_backend *be;
-	void *priv;                  /* the backend's own (memory backend) */
+	void *priv; /* the backend's own (memory backend) */
 
 	/* I/Os queued to this member and not yet complete: read balancing. */
 	atomic_uint inflight;
@@ -42,17 +42,16 @@ struct raid_member {
 	 */
 	atomic_uint_fast64_t next_read;
 	/* Latched when the member's filesystem or device refuses a mode. */
-	atomic_bool no_zero_range;   /* FALLOC_FL_ZERO_RANGE */
-	atomic_bool no_punch;        /* FALLOC_FL_PUNCH_HOLE */
-	atomic_bool no_alloc;        /* fallocate mode 0 (no extents) */
-	atomic_bool alloc_ok;        /* ...has worked: no need to ask */
-	atomic_bool no_discard;      /* BLKDISCARD */
+	atomic_bool no_zero_range; /* FALLOC_FL_ZERO_RANGE */
+	atomic_bool no_punch;	   /* FALLOC_FL_PUNCH_HOLE */
+	atomic_bool no_alloc;	   /* fallocate mode 0 (no extents) */
+	atomic_bool alloc_ok;	   /* ...has worked: no need to ask */
+	atomic_bool no_discard;	   /* BLKDISCARD */
 };
 
 int member_open(struct raid_member *m, unsigned role, const char *path,
 		bool direct, bool read_only, enum raid_io_mode io);
 void member_close(struct raid_member *m);
-
 
 /*
  * The run of bytes from member offset `off` (at most len) that is all hole

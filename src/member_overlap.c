@@ -352,8 +352,9 @@ descend(struct resolver *r, const struct overlap_hop *h)
 		}
 	}
 	if (c->nr_hops == OVERLAP_MAX_HOPS) {
-		raid_debug("member %u (%s): overlap check stops after %d hops, at %s",
-			   r->m->role, r->m->path, OVERLAP_MAX_HOPS, h->name);
+		raid_debug(
+			"member %u (%s): overlap check stops after %d hops, at %s",
+			r->m->role, r->m->path, OVERLAP_MAX_HOPS, h->name);
 		return chain_done(r);
 	}
 	c->hop[c->nr_hops++] = *h;
@@ -364,8 +365,7 @@ descend(struct resolver *r, const struct overlap_hop *h)
 
 /* The next hop's range: the last one's, shifted by off (all stays all). */
 static void
-shift_range(struct overlap_hop *h, const struct overlap_hop *last,
-	    uint64_t off)
+shift_range(struct overlap_hop *h, const struct overlap_hop *last, uint64_t off)
 {
 	h->start = last->start + off;
 	h->end = last->end == OVERLAP_ALL ? OVERLAP_ALL : last->end + off;
@@ -377,7 +377,9 @@ resolve_file(struct resolver *r, const struct overlap_hop *last)
 {
 	struct overlap_hop h = {
 		.node = { .blk = true, .dev = last->node.dev },
-		.how = OVERLAP_FS, .start = 0, .end = OVERLAP_ALL,
+		.how = OVERLAP_FS,
+		.start = 0,
+		.end = OVERLAP_ALL,
 	};
 
 	/* tmpfs, btrfs, overlayfs ...: an anonymous st_dev, no device. */
@@ -396,8 +398,9 @@ resolve_partition(struct resolver *r, const struct overlap_hop *last)
 
 	if (sys_u64(r, last->node.dev, "start", &start) < 0 ||
 	    sys_devt(r, last->node.dev, "../dev", &h.node.dev) < 0) {
-		raid_debug("member %u (%s): %s: cannot read its start and disk in sysfs",
-			   r->m->role, r->m->path, last->name);
+		raid_debug(
+			"member %u (%s): %s: cannot read its start and disk in sysfs",
+			r->m->role, r->m->path, last->name);
 		return chain_done(r);
 	}
 	shift_range(&h, last, start * RAID_SECTOR_BYTES);
@@ -490,8 +493,9 @@ resolve_loop(struct resolver *r, const struct overlap_hop *last)
 		err = loop_sysfs(r, last, &h, &offset, name, sizeof(name));
 	}
 	if (err < 0) {
-		raid_debug("member %u (%s): %s: cannot tell what backs the loop device: %s",
-			   r->m->role, r->m->path, last->name, strerror(-err));
+		raid_debug(
+			"member %u (%s): %s: cannot tell what backs the loop device: %s",
+			r->m->role, r->m->path, last->name, strerror(-err));
 		return chain_done(r);
 	}
 	shift_range(&h, last, offset);
@@ -515,8 +519,10 @@ resolve_slaves(struct resolver *r, const struct overlap_hop *last)
 	}
 	while (err == 0 && (e = readdir(d))) {
 		struct overlap_hop h = {
-			.node = { .blk = true }, .how = OVERLAP_HOLDER,
-			.start = 0, .end = OVERLAP_ALL,
+			.node = { .blk = true },
+			.how = OVERLAP_HOLDER,
+			.start = 0,
+			.end = OVERLAP_ALL,
 		};
 
 		if (e->d_name[0] == '.') {
@@ -569,9 +575,12 @@ overlap_resolve(const struct overlap_env *env, const struct raid_member *m,
 	memset(set, 0, sizeof(*set));
 	r.chain.nr_hops = 1;
 	r.chain.hop[0] = (struct overlap_hop){
-		.node = { .blk = m->is_blk, .dev = m->dev,
+		.node = { .blk = m->is_blk,
+			  .dev = m->dev,
 			  .ino = m->is_blk ? 0 : m->ino },
-		.how = OVERLAP_SELF, .start = 0, .end = m->size,
+		.how = OVERLAP_SELF,
+		.start = 0,
+		.end = m->size,
 		.name = m->path,
 	};
 	err = resolve(&r);
@@ -608,15 +617,17 @@ check_pair(const struct raid_member *m, const struct overlap_set *sets,
 				continue;
 			}
 			if (ha == 0 && hb == 0) {
-				raid_error("member %u (%s): same file as member %u (%s)",
-					   i, m[i].path, j, m[j].path);
+				raid_error(
+					"member %u (%s): same file as member %u (%s)",
+					i, m[i].path, j, m[j].path);
 				return -EINVAL;
 			}
 			overlap_reason(&sets[i].chains[a], i, ha,
 				       &sets[j].chains[b], j, hb, why,
 				       sizeof(why));
-			raid_error("member %u (%s): overlaps member %u (%s): %s",
-				   i, m[i].path, j, m[j].path, why);
+			raid_error(
+				"member %u (%s): overlaps member %u (%s): %s",
+				i, m[i].path, j, m[j].path, why);
 			return -EINVAL;
 		}
 	}

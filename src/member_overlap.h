@@ -20,11 +20,11 @@
 
 /* How the previous hop sits on this one. */
 enum overlap_how {
-	OVERLAP_SELF,   /* hop 0: the member itself */
-	OVERLAP_PART,   /* a partition of this disk */
-	OVERLAP_LOOP,   /* a loop device backed by this file or device */
+	OVERLAP_SELF,	/* hop 0: the member itself */
+	OVERLAP_PART,	/* a partition of this disk */
+	OVERLAP_LOOP,	/* a loop device backed by this file or device */
 	OVERLAP_HOLDER, /* a device-mapper or md device built on this one */
-	OVERLAP_FS,     /* a file in the filesystem on this device */
+	OVERLAP_FS,	/* a file in the filesystem on this device */
 };
 
 /* A block device by its dev_t, a file by its st_dev and st_ino. */
@@ -34,13 +34,13 @@ struct overlap_node {
 	ino_t ino;
 };
 
-#define OVERLAP_ALL UINT64_MAX   /* end of a range: all of the node */
+#define OVERLAP_ALL UINT64_MAX /* end of a range: all of the node */
 
 struct overlap_hop {
 	struct overlap_node node;
 	enum overlap_how how;
-	uint64_t start, end;     /* the bytes of the node used, [start, end) */
-	const char *name;        /* for messages: a path */
+	uint64_t start, end; /* the bytes of the node used, [start, end) */
+	const char *name;    /* for messages: a path */
 };
 
 #define OVERLAP_MAX_HOPS 16

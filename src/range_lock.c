@@ -44,8 +44,8 @@ grantable(const struct range_req *r)
 }
 
 void
-range_lock(struct range_lock *l, struct range_req *r, uint64_t lo,
-	   uint64_t hi, bool exclusive)
+range_lock(struct range_lock *l, struct range_req *r, uint64_t lo, uint64_t hi,
+	   bool exclusive)
 {
 	*r = (struct range_req){ .lo = lo, .hi = hi, .exclusive = exclusive };
 	pthread_mutex_lock(&l->mu);

@@ -12,13 +12,16 @@
 #include <stdbool.h>
 
 struct tls_key {
-	pthread_mutex_t lock;   /* guards `made` and the creation of `key` */
+	pthread_mutex_t lock; /* guards `made` and the creation of `key` */
 	bool made;
 	pthread_key_t key;
 	void (*dtor)(void *);
 };
 
-#define TLS_KEY_INIT(dtor) { PTHREAD_MUTEX_INITIALIZER, false, 0, dtor }
+#define TLS_KEY_INIT(dtor)                                                     \
+	{                                                                      \
+		PTHREAD_MUTEX_INITIALIZER, false, 0, dtor                      \
+	}
 
 /* Have k->dtor(obj) run when the calling thread exits.  0 or -errno. */
 int tls_attach(struct tls_key *k, void *obj);

@@ -9,10 +9,10 @@
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 
 /* align must be a power of two. */
-#define IS_ALIGNED(x, align) ((((uint64_t)(x)) & ((align) - 1)) == 0)
-#define ROUND_DOWN(x, align) (((uint64_t)(x)) & ~((uint64_t)(align) - 1))
-#define ROUND_UP(x, align) ROUND_DOWN((uint64_t)(x) + (align) - 1, align)
-#define DIV_ROUND_UP(x, d) ((((uint64_t)(x)) + (d) - 1) / (d))
+#define IS_ALIGNED(x, align) ((((uint64_t)(x)) & ((align)-1)) == 0)
+#define ROUND_DOWN(x, align) (((uint64_t)(x)) & ~((uint64_t)(align)-1))
+#define ROUND_UP(x, align)   ROUND_DOWN((uint64_t)(x) + (align)-1, align)
+#define DIV_ROUND_UP(x, d)   ((((uint64_t)(x)) + (d)-1) / (d))
 
 static inline bool
 is_power_of_2(uint64_t x)

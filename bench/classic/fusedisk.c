@@ -96,10 +96,10 @@
 #endif
 
 #define MAX_SLOTS 64
-#define MAX_WRITE (1024 * 1024)           /* largest FUSE request */
-#define BUF_SIZE (MAX_WRITE + 64 * 1024)  /* header + write payload */
-#define ROOT_INO 1
-#define DISK_INO 2
+#define MAX_WRITE (1024 * 1024)		  /* largest FUSE request */
+#define BUF_SIZE  (MAX_WRITE + 64 * 1024) /* header + write payload */
+#define ROOT_INO  1
+#define DISK_INO  2
 
 /* The counters in --stats FILE, in this order. */
 enum {
@@ -138,9 +138,9 @@ struct req {
 static struct req *queue_head, **queue_tail = &queue_head;
 static struct head {
 	struct req *cur; /* being served, or NULL */
-	int64_t end;     /* when cur completes */
+	int64_t end;	 /* when cur completes */
 	int64_t free_at; /* when the head became (becomes) free */
-	int64_t pos;     /* byte after its last request, -1 = unknown */
+	int64_t pos;	 /* byte after its last request, -1 = unknown */
 } heads[MAX_SLOTS];
 
 static void
@@ -205,10 +205,26 @@ parse_size(const char *s)
 		die("'%s': not a size", s);
 	}
 	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
-	case 't': case 'T': v <<= 40; end++; break;
+	case 'k':
+	case 'K':
+		v <<= 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		v <<= 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		v <<= 30;
+		end++;
+		break;
+	case 't':
+	case 'T':
+		v <<= 40;
+		end++;
+		break;
 	}
 	if (*end || v == 0 || v % 4096) {
 		die("'%s': not a size (a positive multiple of 4K)", s);
@@ -268,7 +284,8 @@ fill_attr(uint64_t ino, struct fuse_attr *a)
 
 /* --- the disk model ------------------------------------------------------- */
 
-/* Positioning time of a request at off, the head's last request ending at pos. */
+/* Positioning time of a request at off, the head's last request ending at pos.
+ */
 static int64_t
 position(int64_t pos, uint64_t off)
 {
@@ -376,8 +393,11 @@ enqueue(uint64_t unique, uint64_t off, uint32_t len, int is_write)
 		reply(unique, -ENOMEM, NULL, 0);
 		return;
 	}
-	*r = (struct req){ .unique = unique, .off = off, .len = len,
-			   .is_write = is_write, .arrive = now_ns() };
+	*r = (struct req){ .unique = unique,
+			   .off = off,
+			   .len = len,
+			   .is_write = is_write,
+			   .arrive = now_ns() };
 	*queue_tail = r;
 	queue_tail = &r->next;
 }
@@ -394,11 +414,13 @@ do_init(const struct fuse_in_header *ih, const struct fuse_init_in *in)
 		    in->minor, FUSE_KERNEL_VERSION);
 	}
 	out.major = FUSE_KERNEL_VERSION;
-	out.minor = in->minor < FUSE_KERNEL_MINOR_VERSION ? in->minor
-							  : FUSE_KERNEL_MINOR_VERSION;
+	out.minor = in->minor < FUSE_KERNEL_MINOR_VERSION
+			    ? in->minor
+			    : FUSE_KERNEL_MINOR_VERSION;
 	out.max_readahead = in->max_readahead;
-	out.flags = (FUSE_BIG_WRITES | FUSE_MAX_PAGES | FUSE_ASYNC_DIO) & in->flags;
-	out.max_background = 256;      /* above bench/run's deepest queue */
+	out.flags =
+		(FUSE_BIG_WRITES | FUSE_MAX_PAGES | FUSE_ASYNC_DIO) & in->flags;
+	out.max_background = 256; /* above bench/run's deepest queue */
 	out.congestion_threshold = 192;
 	out.max_write = MAX_WRITE;
 	out.time_gran = 1;
@@ -409,7 +431,11 @@ do_init(const struct fuse_in_header *ih, const struct fuse_init_in *in)
 static void
 do_readdir(const struct fuse_in_header *ih, const struct fuse_read_in *in)
 {
-	static const struct { uint64_t ino; const char *name; uint32_t type; } ents[] = {
+	static const struct {
+		uint64_t ino;
+		const char *name;
+		uint32_t type;
+	} ents[] = {
 		{ ROOT_INO, ".", S_IFDIR >> 12 },
 		{ ROOT_INO, "..", S_IFDIR >> 12 },
 		{ DISK_INO, "disk", S_IFREG >> 12 },
@@ -447,9 +473,11 @@ handle(const char *buf, size_t n)
 		return;
 	}
 	if (ih->len != n) {
-		fprintf(stderr, "fusedisk: request %u says %u bytes, read %zu\n",
+		fprintf(stderr,
+			"fusedisk: request %u says %u bytes, read %zu\n",
 			ih->opcode, ih->len, n);
-		reply(ih->unique, -EIO, NULL, 0); /* never leave a caller hanging */
+		reply(ih->unique, -EIO, NULL,
+		      0); /* never leave a caller hanging */
 		return;
 	}
 	switch (ih->opcode) {
@@ -479,7 +507,8 @@ handle(const char *buf, size_t n)
 	}
 	case FUSE_OPEN: {
 		struct fuse_open_out o = {
-			.open_flags = FOPEN_DIRECT_IO | FOPEN_PARALLEL_DIRECT_WRITES
+			.open_flags =
+				FOPEN_DIRECT_IO | FOPEN_PARALLEL_DIRECT_WRITES
 		};
 
 		reply(ih->unique, 0, &o, sizeof(o));
@@ -515,7 +544,8 @@ handle(const char *buf, size_t n)
 		if (in->offset + in->size > size) {
 			reply(ih->unique, -ENOSPC, NULL, 0);
 		} else {
-			memcpy(data + in->offset, (const char *)(in + 1), in->size);
+			memcpy(data + in->offset, (const char *)(in + 1),
+			       in->size);
 			enqueue(ih->unique, in->offset, in->size, 1);
 		}
 		break;
@@ -531,8 +561,9 @@ handle(const char *buf, size_t n)
 		reply(ih->unique, 0, NULL, 0);
 		break;
 	case FUSE_STATFS: {
-		struct fuse_statfs_out s = { .st = { .bsize = 4096, .frsize = 4096,
-						     .namelen = 255 } };
+		struct fuse_statfs_out s = {
+			.st = { .bsize = 4096, .frsize = 4096, .namelen = 255 }
+		};
 
 		reply(ih->unique, 0, &s, sizeof(s));
 		break;
@@ -551,7 +582,8 @@ handle(const char *buf, size_t n)
 	}
 }
 
-/* --- main ------------------------------------------------------------------ */
+/* --- main ------------------------------------------------------------------
+ */
 
 static void
 on_signal(int sig)
@@ -646,7 +678,8 @@ main(int argc, char **argv)
 		if (fd < 0 || ftruncate(fd, slen) < 0) {
 			die("%s: %m", stats_path);
 		}
-		stats = mmap(NULL, slen, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		stats = mmap(NULL, slen, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+			     0);
 		close(fd);
 	} else {
 		stats = mmap(NULL, slen, PROT_READ | PROT_WRITE,
@@ -730,7 +763,8 @@ main(int argc, char **argv)
 			n = read(fuse_fd, buf, sizeof(buf));
 			if (n < 0) {
 				if (errno == EINTR || errno == ENOENT) {
-					continue; /* ENOENT: interrupted request */
+					continue; /* ENOENT: interrupted request
+						   */
 				}
 				if (errno == EAGAIN) {
 					break;

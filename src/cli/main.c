@@ -24,7 +24,7 @@
 struct command {
 	const char *name;
 	int (*fn)(struct raid_array *a, int argc, char **argv);
-	int nr_args; /* positional arguments before the settings */
+	int nr_args;	/* positional arguments before the settings */
 	bool read_only; /* never opens a member for writing */
 	const char *usage;
 };
@@ -64,8 +64,8 @@ cmd_info(struct raid_array *a, int argc, char **argv)
 	printf("member data:      %llu (%llu sectors) per member\n",
 	       (unsigned long long)i.member_bytes,
 	       (unsigned long long)i.member_bytes / RAID_SECTOR_BYTES);
-	printf("block size:       min %u, preferred %u, max %u\n",
-	       i.min_block, i.preferred_block, i.max_block);
+	printf("block size:       min %u, preferred %u, max %u\n", i.min_block,
+	       i.preferred_block, i.max_block);
 	printf("read-only:        %s\n", i.read_only ? "yes" : "no");
 	return 0;
 }
@@ -121,7 +121,8 @@ cmd_check(struct raid_array *a, int argc, char **argv)
 		       (unsigned long long)i.chunk_bytes, unit,
 		       (unsigned long long)res.units,
 		       (unsigned long long)res.mismatched);
-		for (uint64_t k = 0; k < res.mismatched && k < RAID_CHECK_LIST; k++) {
+		for (uint64_t k = 0; k < res.mismatched && k < RAID_CHECK_LIST;
+		     k++) {
 			printf("%s%llu", k ? ", " : "",
 			       (unsigned long long)res.first[k]);
 		}
@@ -135,7 +136,8 @@ cmd_check(struct raid_array *a, int argc, char **argv)
 		       (unsigned long long)i.chunk_bytes,
 		       (unsigned long long)res.units, unit,
 		       (unsigned long long)res.mismatched);
-		for (uint64_t k = 0; k < res.mismatched && k < RAID_CHECK_LIST; k++) {
+		for (uint64_t k = 0; k < res.mismatched && k < RAID_CHECK_LIST;
+		     k++) {
 			printf("mismatched %s %llu\n", unit,
 			       (unsigned long long)res.first[k]);
 		}
@@ -144,9 +146,9 @@ cmd_check(struct raid_array *a, int argc, char **argv)
 }
 
 static const struct command commands[] = {
-	{ "info",  cmd_info,  0, true,  "info KEY=VALUE..." },
-	{ "map",   cmd_map,   1, true,  "map OFFSET KEY=VALUE..." },
-	{ "check", cmd_check, 0, true,  "check [--json] KEY=VALUE..." },
+	{ "info", cmd_info, 0, true, "info KEY=VALUE..." },
+	{ "map", cmd_map, 1, true, "map OFFSET KEY=VALUE..." },
+	{ "check", cmd_check, 0, true, "check [--json] KEY=VALUE..." },
 };
 #define NR_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -157,7 +159,8 @@ usage(FILE *f)
 	for (size_t i = 0; i < NR_COMMANDS; i++) {
 		fprintf(f, "  nbdraid %s\n", commands[i].usage);
 	}
-	fprintf(f, "\nsettings (as for nbdkit raid):\n%s\n", raid_config_help());
+	fprintf(f, "\nsettings (as for nbdkit raid):\n%s\n",
+		raid_config_help());
 	return f == stdout ? 0 : 1;
 }
 
@@ -178,7 +181,8 @@ run(const struct command *c, int argc, char **argv)
 			continue;
 		}
 		if (!eq) {
-			fprintf(stderr, "nbdraid: %s: '%s': expected KEY=VALUE\n",
+			fprintf(stderr,
+				"nbdraid: %s: '%s': expected KEY=VALUE\n",
 				c->name, argv[i]);
 			goto out;
 		}

@@ -34,7 +34,7 @@
 
 static const char *const op_names[] = {
 	[IO_READ] = "read", [IO_WRITE] = "write", [IO_FLUSH] = "flush",
-	[IO_TRIM] = "trim", [IO_ZERO] = "zero",   [IO_PUNCH] = "punch hole",
+	[IO_TRIM] = "trim", [IO_ZERO] = "zero",	  [IO_PUNCH] = "punch hole",
 };
 
 #define BATCH_FIRST_CAP 64 /* requests and segments of a new batch */
@@ -216,7 +216,8 @@ add_seg(struct batch *b, unsigned role, void *buf, uint64_t len)
 	}
 	if (!r->nr_iov) {
 		/* Its one buffer becomes its first segment. */
-		b->segs[b->nr_segs++] = (struct batch_seg){ r->buf, r->len, ri };
+		b->segs[b->nr_segs++] =
+			(struct batch_seg){ r->buf, r->len, ri };
 		r->buf = NULL;
 		r->nr_iov = 1;
 	}
@@ -243,8 +244,8 @@ grow_reqs(struct batch *b)
 }
 
 static int
-queue(struct batch *b, struct raid_member *m, int op, unsigned flags,
-      void *buf, uint64_t len, uint64_t off)
+queue(struct batch *b, struct raid_member *m, int op, unsigned flags, void *buf,
+      uint64_t len, uint64_t off)
 {
 	enum merge how = merge_kind(b, m, op, flags, buf, len, off);
 	struct io_req *r;
@@ -267,8 +268,12 @@ queue(struct batch *b, struct raid_member *m, int op, unsigned flags,
 		return -ENOMEM;
 	}
 	r = &b->reqs[b->nr];
-	*r = (struct io_req){ .m = m, .op = op, .flags = flags, .buf = buf,
-			      .len = len, .off = off };
+	*r = (struct io_req){ .m = m,
+			      .op = op,
+			      .flags = flags,
+			      .buf = buf,
+			      .len = len,
+			      .off = off };
 	atomic_fetch_add_explicit(&m->inflight, 1, memory_order_relaxed);
 	b->last[m->role] = b->nr++;
 	return 0;

@@ -48,18 +48,18 @@ struct batch_seg {
 struct batch {
 	struct io_req *reqs;
 	unsigned nr, cap;
-	unsigned nr_done;            /* reqs[0, nr_done) have run */
-	unsigned last_run;           /* ...and [last_run, nr_done) ran last */
-	struct batch_seg *segs;      /* segments of the vectored reqs */
-	struct iovec *iov;           /* as many as segs can hold */
+	unsigned nr_done;	/* reqs[0, nr_done) have run */
+	unsigned last_run;	/* ...and [last_run, nr_done) ran last */
+	struct batch_seg *segs; /* segments of the vectored reqs */
+	struct iovec *iov;	/* as many as segs can hold */
 	unsigned nr_segs, segs_cap;
-	int last[RAID_MAX_MEMBERS];  /* each member's last unrun req, or -1 */
+	int last[RAID_MAX_MEMBERS]; /* each member's last unrun req, or -1 */
 	int last_seg[RAID_MAX_MEMBERS]; /* its last segment, if vectored */
 
 	/* The request so far (batch_begin clears them; runs add to them). */
-	uint64_t changed;            /* bit per member written or discarded */
-	uint64_t failed;             /* bit per member with a failed I/O */
-	uint64_t refused;            /* bit per member that refused a discard
+	uint64_t changed;	     /* bit per member written or discarded */
+	uint64_t failed;	     /* bit per member with a failed I/O */
+	uint64_t refused;	     /* bit per member that refused a discard
 					mode (EOPNOTSUPP: not a failure) */
 	int error[RAID_MAX_MEMBERS]; /* a failed member's first -errno */
 };
@@ -71,8 +71,8 @@ void batch_init(struct batch *b);
 void batch_fini(struct batch *b);
 
 /* Append member I/O; 0 or -ENOMEM.  Offsets are member bytes. */
-int batch_read(struct batch *b, struct raid_member *m, void *buf,
-	       uint64_t len, uint64_t off);
+int batch_read(struct batch *b, struct raid_member *m, void *buf, uint64_t len,
+	       uint64_t off);
 int batch_write(struct batch *b, struct raid_member *m, const void *buf,
 		uint64_t len, uint64_t off, unsigned io_flags);
 /* IO_TRIM, IO_ZERO or IO_PUNCH of a member range. */

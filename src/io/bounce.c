@@ -4,7 +4,6 @@
 #include "bounce.h"
 #include "tls.h"
 
-
 struct bounce {
 	void *buf;
 	size_t len;

@@ -41,10 +41,10 @@ struct raid_member;
 enum io_op {
 	IO_READ,
 	IO_WRITE,
-	IO_FLUSH,   /* fdatasync the member */
-	IO_TRIM,    /* discard: file hole, or BLKDISCARD */
-	IO_ZERO,    /* reads back zero, allocation kept (ZERO_RANGE) */
-	IO_PUNCH,   /* reads back zero, may deallocate; never writes zeros */
+	IO_FLUSH, /* fdatasync the member */
+	IO_TRIM,  /* discard: file hole, or BLKDISCARD */
+	IO_ZERO,  /* reads back zero, allocation kept (ZERO_RANGE) */
+	IO_PUNCH, /* reads back zero, may deallocate; never writes zeros */
 };
 
 #define IO_FUA (1u << 0)
@@ -73,15 +73,15 @@ extern const unsigned char io_zeros[IO_ZEROS_BYTES];
 
 struct io_req {
 	struct raid_member *m;
-	uint8_t op;             /* enum io_op */
-	uint8_t flags;          /* IO_FUA */
-	uint16_t nr_iov;        /* 0: the data is buf; else iov[0..nr_iov) */
-	void *buf;              /* nr_iov == 0 */
-	struct iovec *iov;      /* nr_iov > 0: len bytes in all */
+	uint8_t op;	   /* enum io_op */
+	uint8_t flags;	   /* IO_FUA */
+	uint16_t nr_iov;   /* 0: the data is buf; else iov[0..nr_iov) */
+	void *buf;	   /* nr_iov == 0 */
+	struct iovec *iov; /* nr_iov > 0: len bytes in all */
 	uint64_t len;
-	uint64_t off;           /* member byte offset */
-	uint64_t done;          /* bytes completed (short I/O continuation) */
-	int res;                /* 0 or -errno */
+	uint64_t off;  /* member byte offset */
+	uint64_t done; /* bytes completed (short I/O continuation) */
+	int res;       /* 0 or -errno */
 };
 
 struct io_backend {

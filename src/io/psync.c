@@ -1,10 +1,10 @@
 /*
  * psync.c: the reference backend: pread/pwrite loops, fdatasync, fallocate
  * and the block-device ioctls, one request after another on the calling
- * thread (a vectored request is one preadv2/pwritev2).  It is the fastest path where the kernel would only punt an
- * io_uring request to a worker thread anyway (tmpfs), and the fallback the
- * uring backend uses for what io_uring cannot do (BLKDISCARD, fallocate
- * modes a filesystem refuses).
+ * thread (a vectored request is one preadv2/pwritev2).  It is the fastest path
+ * where the kernel would only punt an io_uring request to a worker thread
+ * anyway (tmpfs), and the fallback the uring backend uses for what io_uring
+ * cannot do (BLKDISCARD, fallocate modes a filesystem refuses).
  *
  * Zeroing, in order of preference (each refusal is latched per member):
  *   ZERO_RANGE             zero and keep the allocation (blkdev: zeroout)
@@ -34,7 +34,8 @@ static int
 psync_rw(struct io_req *r)
 {
 	while (r->done < r->len) {
-		struct iovec one = { (char *)r->buf + r->done, r->len - r->done };
+		struct iovec one = { (char *)r->buf + r->done,
+				     r->len - r->done };
 		const struct iovec *iov = r->nr_iov ? r->iov : &one;
 		int cnt = r->nr_iov ? r->nr_iov : 1;
 		ssize_t n;
@@ -191,7 +192,9 @@ psync_submit_wait(struct io_req *reqs, unsigned nr)
 	return io_first_error(reqs, nr);
 }
 
+/* clang-format off */
 const struct io_backend psync_backend = {
 	.name        = "psync",
 	.submit_wait = psync_submit_wait,
 };
+/* clang-format on */

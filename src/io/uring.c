@@ -22,8 +22,8 @@
  * Invariant: when submit_wait() returns, this ring has nothing in flight.
  */
 #include <errno.h>
-#include <linux/falloc.h>
 #include <liburing.h>
+#include <linux/falloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -33,10 +33,10 @@
 #include "member.h"
 #include "tls.h"
 
-#define RING_DEPTH 64
-#define REQ_PENDING 1      /* io_req.res of a request not finished yet */
-#define REAP_TRIES 100     /* a failed ring: waits for what it has in flight, */
-#define REAP_WAIT_US 1000  /* ...this long apart */
+#define RING_DEPTH   64
+#define REQ_PENDING  1	  /* io_req.res of a request not finished yet */
+#define REAP_TRIES   100  /* a failed ring: waits for what it has in flight, */
+#define REAP_WAIT_US 1000 /* ...this long apart */
 
 static void
 ring_free(void *p)
@@ -135,14 +135,14 @@ prep(struct io_uring_sqe *sqe, struct io_req *r)
 		break;
 	case IO_TRIM:
 	case IO_PUNCH:
-		io_uring_prep_fallocate(sqe, fd,
-					FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-					r->off, r->len);
+		io_uring_prep_fallocate(
+			sqe, fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			r->off, r->len);
 		break;
 	case IO_ZERO:
-		io_uring_prep_fallocate(sqe, fd,
-					FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
-					r->off, r->len);
+		io_uring_prep_fallocate(
+			sqe, fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
+			r->off, r->len);
 		break;
 	}
 	io_uring_sqe_set_data(sqe, r);
@@ -161,7 +161,8 @@ complete(struct io_req *r, int res)
 	if (res < 0) {
 		/* A mode this filesystem lacks: psync knows the fallbacks. */
 		bool fallback = (r->op == IO_ZERO || r->op == IO_PUNCH ||
-				 r->op == IO_TRIM) && res == -EOPNOTSUPP;
+				 r->op == IO_TRIM) &&
+				res == -EOPNOTSUPP;
 
 		r->res = fallback ? psync_one(r) : res;
 		return true;
@@ -189,7 +190,8 @@ reap(struct io_uring *ring)
 	struct io_uring_cqe *cqe;
 	unsigned head, seen = 0, finished = 0;
 
-	io_uring_for_each_cqe(ring, head, cqe) {
+	io_uring_for_each_cqe(ring, head, cqe)
+	{
 		struct io_req *r = io_uring_cqe_get_data(cqe);
 
 		seen++;
@@ -218,8 +220,9 @@ ring_failed(struct io_uring *ring, struct io_req *reqs, unsigned nr,
 	unsigned in_kernel = inflight - io_uring_sq_ready(ring);
 	struct io_uring_cqe *cqe;
 
-	raid_error("io_uring_submit_and_wait: %s: this thread's ring is dropped; its requests finish through pread/pwrite",
-		   strerror(-err));
+	raid_error(
+		"io_uring_submit_and_wait: %s: this thread's ring is dropped; its requests finish through pread/pwrite",
+		strerror(-err));
 	ring_drop();
 	for (unsigned tries = 0; in_kernel && tries < REAP_TRIES; tries++) {
 		if (io_uring_wait_cqe(ring, &cqe) < 0) {
@@ -231,7 +234,8 @@ ring_failed(struct io_uring *ring, struct io_req *reqs, unsigned nr,
 		in_kernel--;
 	}
 	if (in_kernel) {
-		raid_error("io_uring: %u requests lost in a failed ring", in_kernel);
+		raid_error("io_uring: %u requests lost in a failed ring",
+			   in_kernel);
 	}
 	for (unsigned i = 0; i < nr; i++) {
 		if (reqs[i].res == REQ_PENDING) {
@@ -293,7 +297,9 @@ uring_submit_wait(struct io_req *reqs, unsigned nr)
 	return io_first_error(reqs, nr);
 }
 
+/* clang-format off */
 const struct io_backend uring_backend = {
 	.name        = "uring",
 	.submit_wait = uring_submit_wait,
 };
+/* clang-format on */

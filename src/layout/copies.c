@@ -42,8 +42,8 @@ pick_copy(struct raid_array *a, const struct batch *b,
 			return i;
 		}
 		if (stream == n &&
-		    atomic_load_explicit(&m->next_read,
-					 memory_order_relaxed) == off) {
+		    atomic_load_explicit(&m->next_read, memory_order_relaxed) ==
+			    off) {
 			stream = i;
 		}
 		load = load_of(m);

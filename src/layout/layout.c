@@ -27,8 +27,7 @@ layout_find(int level)
 }
 
 int
-layout_refused(const char *level, const char *layout, char *err,
-	       size_t errlen)
+layout_refused(const char *level, const char *layout, char *err, size_t errlen)
 {
 	if (layout && *layout) {
 		snprintf(err, errlen, "%s takes no layout (got '%s')", level,

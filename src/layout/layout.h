@@ -38,23 +38,23 @@ struct batch;
 struct raid_geom {
 	/* Inputs */
 	unsigned nr_members;
-	unsigned chunk_shift;     /* chunk = 1 << chunk_shift bytes */
-	uint64_t member_chunks;   /* chunks of each member's data area */
-	uint64_t data_offset;     /* bytes: where the data area starts */
+	unsigned chunk_shift;	/* chunk = 1 << chunk_shift bytes */
+	uint64_t member_chunks; /* chunks of each member's data area */
+	uint64_t data_offset;	/* bytes: where the data area starts */
 
 	/* RAID10 (md's struct geom): copies = near_copies * far_copies */
 	unsigned near_copies;
 	unsigned far_copies;
-	bool far_offset;          /* "o": far copies in the next row */
-	uint64_t far_stride;      /* member chunks between far copies */
+	bool far_offset;     /* "o": far copies in the next row */
+	uint64_t far_stride; /* member chunks between far copies */
 
 	/* RAID5: md's parity algorithm (enum raid5_algorithm, raid5.c) */
 	unsigned parity_algo;
 
 	/* Results */
-	unsigned copies;          /* places per logical chunk */
-	uint64_t array_chunks;    /* logical chunks in the array */
-	uint64_t stripe_chunks;   /* logical chunks in one full stripe */
+	unsigned copies;	/* places per logical chunk */
+	uint64_t array_chunks;	/* logical chunks in the array */
+	uint64_t stripe_chunks; /* logical chunks in one full stripe */
 };
 
 /* One place that holds a logical chunk: member role, chunk on that member. */
@@ -73,17 +73,17 @@ geom_member_offset(const struct raid_geom *g, const struct raid_loc *l,
 
 /* A request cut to one logical chunk (stripe_pieces: to one stripe). */
 struct raid_piece {
-	uint64_t chunk_no;        /* logical chunk where the piece starts */
-	uint32_t in_chunk;        /* byte offset inside that chunk */
-	uint32_t len;             /* bytes, up to the end of the chunk/stripe */
-	void *buf;                /* NULL for trim/zero */
-	int op;                   /* enum io_op (src/io/io.h) */
-	uint32_t flags;           /* RAID_FUA on writes; RAID_FAST_ZERO */
+	uint64_t chunk_no; /* logical chunk where the piece starts */
+	uint32_t in_chunk; /* byte offset inside that chunk */
+	uint32_t len;	   /* bytes, up to the end of the chunk/stripe */
+	void *buf;	   /* NULL for trim/zero */
+	int op;		   /* enum io_op (src/io/io.h) */
+	uint32_t flags;	   /* RAID_FUA on writes; RAID_FAST_ZERO */
 };
 
 struct raid_layout {
-	const char *name;         /* "raid0" */
-	int level;                /* 0, 1, 5, 10 */
+	const char *name; /* "raid0" */
+	int level;	  /* 0, 1, 5, 10 */
 	unsigned min_members;
 	/*
 	 * Writes, trims and zeros come in pieces of a whole stripe instead of

@@ -38,6 +38,7 @@ raid0_map(const struct raid_geom *g, uint64_t chunk_no, struct raid_loc *locs)
 	return 1;
 }
 
+/* clang-format off */
 const struct raid_layout raid0_layout = {
 	.name        = "raid0",
 	.level       = 0,
@@ -48,3 +49,4 @@ const struct raid_layout raid0_layout = {
 	.read        = copies_read,
 	.write       = copies_write,
 };
+/* clang-format on */

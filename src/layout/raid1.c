@@ -41,6 +41,7 @@ raid1_map(const struct raid_geom *g, uint64_t chunk_no, struct raid_loc *locs)
 	return g->nr_members;
 }
 
+/* clang-format off */
 const struct raid_layout raid1_layout = {
 	.name        = "raid1",
 	.level       = 1,
@@ -52,3 +53,4 @@ const struct raid_layout raid1_layout = {
 	.read        = copies_read,
 	.write       = copies_write,
 };
+/* clang-format on */

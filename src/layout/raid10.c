@@ -33,25 +33,26 @@
 
 /* Parse "n2" / "f3" / "o2" into g; NULL or "" means n2. */
 static int
-raid10_parse(struct raid_geom *g, const char *layout, char *err,
-	     size_t errlen)
+raid10_parse(struct raid_geom *g, const char *layout, char *err, size_t errlen)
 {
 	const char *s = (layout && *layout) ? layout : "n2";
 	char *end;
 	unsigned long k;
 
 	if (s[0] != 'n' && s[0] != 'f' && s[0] != 'o') {
-		snprintf(err, errlen,
-			 "raid10 layout '%s': must be n<copies>, f<copies> or o<copies>",
-			 s);
+		snprintf(
+			err, errlen,
+			"raid10 layout '%s': must be n<copies>, f<copies> or o<copies>",
+			s);
 		return -EINVAL;
 	}
 	errno = 0;
 	k = strtoul(s + 1, &end, 10);
 	if (errno || end == s + 1 || *end || k < 2 || k > RAID_MAX_COPIES) {
-		snprintf(err, errlen,
-			 "raid10 layout '%s': copies must be a number from 2 to %d",
-			 s, RAID_MAX_COPIES);
+		snprintf(
+			err, errlen,
+			"raid10 layout '%s': copies must be a number from 2 to %d",
+			s, RAID_MAX_COPIES);
 		return -EINVAL;
 	}
 	g->near_copies = s[0] == 'n' ? k : 1;
@@ -71,14 +72,15 @@ raid10_setup(struct raid_geom *g, const char *layout, char *err, size_t errlen)
 	}
 	g->copies = g->near_copies * g->far_copies;
 	if (g->copies > g->nr_members) {
-		snprintf(err, errlen,
-			 "raid10 layout '%s': %u copies need at least %u members, have %u",
-			 layout && *layout ? layout : "n2", g->copies,
-			 g->copies, g->nr_members);
+		snprintf(
+			err, errlen,
+			"raid10 layout '%s': %u copies need at least %u members, have %u",
+			layout && *layout ? layout : "n2", g->copies, g->copies,
+			g->nr_members);
 		return -EINVAL;
 	}
-	g->array_chunks = (g->member_chunks / g->far_copies) *
-			  g->nr_members / g->near_copies;
+	g->array_chunks = (g->member_chunks / g->far_copies) * g->nr_members /
+			  g->near_copies;
 	/* md's calc_sectors(): chunks used per member, rounded up. */
 	used = (g->array_chunks * g->copies + g->nr_members - 1) /
 	       g->nr_members;
@@ -130,6 +132,7 @@ raid10_layout_name(const struct raid_geom *g, char *buf, size_t len)
 	}
 }
 
+/* clang-format off */
 const struct raid_layout raid10_layout = {
 	.name        = "raid10",
 	.level       = 10,
@@ -140,3 +143,4 @@ const struct raid_layout raid10_layout = {
 	.read        = copies_read,
 	.write       = copies_write,
 };
+/* clang-format on */

@@ -35,7 +35,8 @@
 #include "parity.h"
 #include "util.h"
 
-enum raid5_algorithm { /* md's numbers (ALGORITHM_* in raid5.h) */
+/* md's numbers (ALGORITHM_* in md's raid5.h). */
+enum raid5_algorithm {
 	RAID5_LEFT_ASYMMETRIC = 0,
 	RAID5_RIGHT_ASYMMETRIC = 1,
 	RAID5_LEFT_SYMMETRIC = 2,
@@ -66,9 +67,10 @@ raid5_setup(struct raid_geom *g, const char *layout, char *err, size_t errlen)
 		}
 	}
 	if (i == NR_ALGORITHMS) {
-		snprintf(err, errlen,
-			 "raid5 layout '%s': must be left-symmetric (ls), left-asymmetric (la), right-symmetric (rs) or right-asymmetric (ra)",
-			 s);
+		snprintf(
+			err, errlen,
+			"raid5 layout '%s': must be left-symmetric (ls), left-asymmetric (la), right-symmetric (rs) or right-asymmetric (ra)",
+			s);
 		return -EINVAL;
 	}
 	if (g->nr_members < 3) {
@@ -260,7 +262,8 @@ slice_parity(struct raid_array *a, const struct slice *sl, bool rmw,
 			continue;
 		}
 		if (rmw) {
-			void *v[3] = { pbuf + o, bufs[j] + o, (void *)sl->src[j] };
+			void *v[3] = { pbuf + o, bufs[j] + o,
+				       (void *)sl->src[j] };
 
 			r = parity_xor(tmp, v, 3, n);
 			memcpy(pbuf + o, tmp, n);
@@ -302,15 +305,15 @@ slice_writes(struct raid_array *a, struct batch *b, const struct slice *sl,
 
 /* Read what the slice needs, compute parity, write data and parity. */
 static int
-raid5_write_slice(struct raid_array *a, struct batch *b,
-		  const struct slice *sl, uint32_t flags)
+raid5_write_slice(struct raid_array *a, struct batch *b, const struct slice *sl,
+		  uint32_t flags)
 {
 	unsigned nd = a->nr_members - 1;
 	uint32_t len = sl->b - sl->a;
 	bool rmw = slice_use_rmw(a, sl);
 	uint8_t *bufs[RAID_MAX_MEMBERS], *pbuf, *tmp;
-	uint8_t *s = bounce_get(BOUNCE_PARITY, (size_t)(nd + 3) * len,
-				IO_BUF_ALIGN);
+	uint8_t *s =
+		bounce_get(BOUNCE_PARITY, (size_t)(nd + 3) * len, IO_BUF_ALIGN);
 	int r;
 
 	if (!s) {
@@ -329,7 +332,8 @@ raid5_write_slice(struct raid_array *a, struct batch *b,
 		r = slice_parity(a, sl, rmw, bufs, pbuf, tmp);
 	}
 	if (r == 0) {
-		r = slice_writes(a, b, sl, (flags & RAID_FUA) ? IO_FUA : 0, pbuf);
+		r = slice_writes(a, b, sl, (flags & RAID_FUA) ? IO_FUA : 0,
+				 pbuf);
 	}
 	if (r == 0) {
 		r = batch_run(b);
@@ -340,11 +344,12 @@ raid5_write_slice(struct raid_array *a, struct batch *b,
 
 /* The slice [a0, a0+alen) of the piece's stripe, with the piece's bytes. */
 static void
-slice_init(const struct raid_array *a, const struct raid_piece *p,
-	   uint32_t a0, uint32_t alen, const uint8_t *zeros, struct slice *sl)
+slice_init(const struct raid_array *a, const struct raid_piece *p, uint32_t a0,
+	   uint32_t alen, const uint8_t *zeros, struct slice *sl)
 {
 	unsigned nd = a->nr_members - 1;
-	uint64_t first = p->chunk_no % nd; /* data index where the piece starts */
+	uint64_t first =
+		p->chunk_no % nd; /* data index where the piece starts */
 	uint64_t start = first * a->chunk_bytes + p->in_chunk;
 	uint64_t end = start + p->len;
 
@@ -362,7 +367,8 @@ slice_init(const struct raid_array *a, const struct raid_piece *p,
 		}
 		sl->ws[j] = lo - (uint64_t)j * a->chunk_bytes;
 		sl->we[j] = hi - (uint64_t)j * a->chunk_bytes;
-		sl->src[j] = zeros ? zeros : (const uint8_t *)p->buf + (lo - start);
+		sl->src[j] =
+			zeros ? zeros : (const uint8_t *)p->buf + (lo - start);
 	}
 }
 
@@ -456,6 +462,7 @@ raid5_write(struct raid_array *a, struct batch *b, const struct raid_piece *p)
 	}
 }
 
+/* clang-format off */
 const struct raid_layout raid5_layout = {
 	.name          = "raid5",
 	.level         = 5,
@@ -467,3 +474,4 @@ const struct raid_layout raid5_layout = {
 	.read          = copies_read,
 	.write         = raid5_write,
 };
+/* clang-format on */
