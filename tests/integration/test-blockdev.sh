@@ -48,12 +48,16 @@ echo "loop devices: ${loops[*]}"
 import fcntl, os, random, struct, subprocess, sys
 import nbd
 sys.path.insert(0, sys.argv[1])
-import nbdraid_test as t
+from raidtest.common import KiB, MiB, check, run_main, seed
+from raidtest.geometry import Geometry
+from raidtest.model import Model
+from raidtest.server import Server, check_flags
+from raidtest.workload import Workload, fill, verify_readback
+from raidtest.members import verify_members
 
 folder, loops = sys.argv[2], sys.argv[3:]
 backing = [os.path.join(folder, "b%d.img" % i) for i in range(len(loops))]
 BLKDISCARD, BLKGETSIZE64, BLKFLSBUF = 0x1277, 0x80081272, 0x1261
-KiB, MiB = t.KiB, t.MiB
 
 
 def dev_size(path):
@@ -91,25 +95,25 @@ def blocks():
 
 def run(rng, level, layout, chunk):
     sizes = [dev_size(l) for l in loops]
-    geo = t.Geometry(level, sizes, chunk, layout)
+    geo = Geometry(level, sizes, chunk, layout)
     label = geo.name() + " direct=true"
     for l in loops:
         wipe(l)
-    model = t.Model(geo.size)
+    model = Model(geo.size)
     params = geo.params() + ["member=%s" % l for l in loops] + ["direct=true"]
-    with t.Server(params) as srv:
+    with Server(params) as srv:
         h = srv.connect()
-        t.check(h.get_size() == geo.size, "%s: size %d != md %d" % (
+        check(h.get_size() == geo.size, "%s: size %d != md %d" % (
             label, h.get_size(), geo.size))
-        t.check_flags(h)
+        check_flags(h)
         mn = h.get_block_size(nbd.SIZE_MINIMUM)
-        t.check(mn in (1, 512, 4096), "%s: minimum block %d" % (label, mn))
-        w = t.Workload(srv, model, geo, rng)
+        check(mn in (1, 512, 4096), "%s: minimum block %d" % (label, mn))
+        w = Workload(srv, model, geo, rng)
         w.concurrent_phase(20)
         w.serial_phase(30)
 
         # Trim on the devices: fill, then punch whole chunks.
-        t.fill(h, model, geo.size, rng)
+        fill(h, model, geo.size, rng)
         h.flush()
         full = blocks()
         copies = len(geo.copies(0))
@@ -121,27 +125,27 @@ def run(rng, level, layout, chunk):
         model.zero(t1, n1)
         h.flush()
         got = h.pread(n1, t1)
-        t.check(got.count(0) == n1, "%s: zeroed range reads non-zero" % label)
+        check(got.count(0) == n1, "%s: zeroed range reads non-zero" % label)
         freed = (full - blocks()) * 512
-        t.check(freed >= 0.9 * (n0 + n1) * copies,
+        check(freed >= 0.9 * (n0 + n1) * copies,
                 "%s: backing files freed %d bytes, trim+zero punched %d" % (
                     label, freed, (n0 + n1) * copies))
         w.serial_phase(10)
         w.close()
-        t.verify_readback(srv, model, geo, label)
+        verify_readback(srv, model, geo, label)
         rc = srv.stop()
-        t.check(rc == 0, "%s: nbdkit exited %d" % (label, rc))
+        check(rc == 0, "%s: nbdkit exited %d" % (label, rc))
     flushbufs()
-    t.verify_members(geo, model, loops, label)
+    verify_members(geo, model, loops, label)
     print("ok %s, trim freed %d bytes" % (label, freed), flush=True)
 
 
 def main():
-    rng = random.Random(t.seed("test-blockdev"))
+    rng = random.Random(seed("test-blockdev"))
     run(rng, 0, None, 64 * KiB)
     run(rng, 10, "n2", 32 * KiB)
     run(rng, 10, "f2", 64 * KiB)
 
 
-t.run_main(main)
+run_main(main)
 EOF

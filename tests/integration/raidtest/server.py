@@ -1,0 +1,210 @@
+"""Server: one nbdkit serving the raid plugin, and NBD client helpers.
+
+nbdkit runs on a unix socket in a private temp dir, started with
+--exit-with-parent and a pid file, and is only ever signalled by its own
+pid.  run_expect_failure starts one that must refuse its parameters.  The
+rest are small helpers for libnbd handles: an nbd.Error's errno, the
+features every array offers, the largest request to send, and a clean stop.
+"""
+
+import errno
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+import nbd
+
+from .common import MiB, check, fail, plugin
+
+
+def socket_dir():
+    """Unix socket paths must be short (108 bytes): keep them in /tmp."""
+    return tempfile.mkdtemp(prefix="nbdraid-sock-", dir="/tmp")
+
+
+class Server:
+    """nbdkit serving the raid plugin on a unix socket.
+
+        with Server(params) as srv:
+            h = srv.connect()
+
+    params are key=value strings.  nbdkit's stderr goes to a file;
+    srv.stderr() returns it (shown on failure).  Only this nbdkit, by its
+    pid, is ever signalled.  Start it from the main thread: nbdkit's
+    --exit-with-parent follows the thread that forked it.
+    """
+
+    def __init__(self, params, cwd=None, start=True, timeout=20):
+        self.params = list(params)
+        self.cwd = cwd
+        self.sockdir = socket_dir()
+        self.sock = os.path.join(self.sockdir, "sock")
+        self.pidfile = os.path.join(self.sockdir, "pid")
+        self.errfile = os.path.join(self.sockdir, "stderr")
+        self.proc = None
+        self.handles = []
+        if start:
+            self.start(timeout)
+
+    def argv(self):
+        return ["nbdkit", "--exit-with-parent", "-f", "-U", self.sock,
+                "-P", self.pidfile, plugin()] + self.params
+
+    def start(self, timeout=20):
+        err = open(self.errfile, "wb")
+        self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL,
+                                     stdout=err, stderr=err, cwd=self.cwd)
+        err.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            rc = self.proc.poll()
+            if rc is not None:
+                self._cleanup_files()
+                fail("nbdkit exited with %d at startup: %s\nstderr:\n%s" % (
+                    rc, " ".join(self.params), self.stderr()))
+            if os.path.exists(self.pidfile) and os.path.getsize(self.pidfile):
+                with open(self.pidfile) as f:
+                    pid = int(f.read().strip() or 0)
+                check(pid == self.proc.pid, "pid file %d != child %d" % (
+                    pid, self.proc.pid))
+                return self
+            time.sleep(0.01)
+        self.kill(signal.SIGKILL)
+        fail("nbdkit did not start within %ds\nstderr:\n%s" % (
+            timeout, self.stderr()))
+
+    def stderr(self):
+        try:
+            with open(self.errfile, "rb") as f:
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def connect(self, meta_base=False, strict_align=False):
+        h = nbd.NBD()
+        if not strict_align:
+            h.set_strict_mode(h.get_strict_mode() & ~nbd.STRICT_ALIGN)
+        if meta_base:
+            h.add_meta_context(nbd.CONTEXT_BASE_ALLOCATION)
+        h.connect_unix(self.sock)
+        self.handles.append(h)
+        return h
+
+    def close_handles(self):
+        for h in self.handles:
+            try:
+                h.shutdown()
+            except nbd.Error:
+                pass
+        self.handles = []   # libnbd 1.14 closes a handle when it is freed
+
+    def kill(self, sig):
+        """Signal our nbdkit (by pid) and reap it."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, sig)
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self._cleanup_files()
+
+    def stop(self):
+        """Close our connections, SIGTERM nbdkit, return its exit status."""
+        self.close_handles()
+        self.kill(signal.SIGTERM)
+        return self.proc.returncode
+
+    def kill9(self):
+        """Crash nbdkit: no chance to flush anything."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        self.handles = []
+        self._cleanup_files()
+
+    def _cleanup_files(self):
+        # nbdkit 1.32 leaves the socket behind when killed.
+        for p in (self.sock, self.pidfile):
+            try:
+                os.unlink(p)
+            except OSError:
+                pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            if self.proc is not None and self.proc.poll() is None:
+                self.close_handles()
+                self.kill(signal.SIGTERM)
+            if exc[0] is not None and exc[0] is not SystemExit:
+                print("--- nbdkit stderr (%s) ---\n%s--- end ---" % (
+                    " ".join(self.params), self.stderr()), flush=True)
+        finally:
+            shutil.rmtree(self.sockdir, ignore_errors=True)
+        return False
+
+
+def run_expect_failure(params, cwd=None, timeout=20):
+    """Start nbdkit expecting a startup error: returns (exit status, stderr).
+    If nbdkit starts serving instead, it is killed and the test fails."""
+    srv = Server(params, cwd=cwd, start=False)
+    try:
+        err = open(srv.errfile, "wb")
+        srv.proc = subprocess.Popen(srv.argv(), stdin=subprocess.DEVNULL,
+                                    stdout=err, stderr=err, cwd=cwd)
+        err.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            rc = srv.proc.poll()
+            if rc is not None:
+                return rc, srv.stderr()
+            if os.path.exists(srv.pidfile) and os.path.getsize(srv.pidfile):
+                srv.kill(signal.SIGTERM)
+                fail("nbdkit started, but should have refused: %s\n%s" % (
+                    " ".join(params), srv.stderr()))
+            time.sleep(0.01)
+        srv.kill(signal.SIGKILL)
+        fail("nbdkit neither failed nor started: %s" % " ".join(params))
+    finally:
+        srv._cleanup_files()
+        shutil.rmtree(srv.sockdir, ignore_errors=True)
+
+
+def nbd_errno(e):
+    """The numeric errno of an nbd.Error (its .errno is a name like
+    'ENOTSUP' in libnbd 1.14's python binding)."""
+    for a in e.args[1:]:
+        if isinstance(a, int):
+            return a
+    return getattr(errno, str(getattr(e, "errno", "")), None)
+
+
+def check_flags(h):
+    """The NBD features every array offers."""
+    for name in ("can_multi_conn", "can_fua", "can_flush", "can_trim",
+                 "can_zero"):
+        check(getattr(h, name)(), "%s() is false" % name)
+    check(not h.is_read_only(), "export is read-only")
+
+
+def max_request(h, cap=4 * MiB):
+    """Largest request we send: the advertised maximum, at most cap."""
+    try:
+        mx = h.get_block_size(nbd.SIZE_MAXIMUM)
+    except nbd.Error:
+        mx = 0
+    return min(cap, mx) if mx > 0 else cap
+
+
+def stop_clean(srv, label):
+    """Stop nbdkit with SIGTERM; it must exit 0."""
+    rc = srv.stop()
+    check(rc == 0, "%s: nbdkit exited %d on SIGTERM\n%s" % (
+        label, rc, srv.stderr()))
