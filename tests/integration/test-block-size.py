@@ -18,14 +18,13 @@ unaligned requests still read back byte-exact (the O_DIRECT bounce path).
 import os
 import random
 import sys
-import threading
 
 import nbd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from raidtest.common import (  # noqa: E402
     KiB, MiB, TempDir, check, make_members, o_direct_works, plugin,
-    run_main, seed)
+    run_main, run_threads, seed)
 from raidtest.geometry import Geometry  # noqa: E402
 from raidtest.model import Model, pattern  # noqa: E402
 from raidtest.server import Server  # noqa: E402
@@ -82,25 +81,15 @@ def interleaved_bytes(srv, model, base, span, conns=4, rounds=3):
     """conns connections write single bytes i*conns+j of [base, base+span)
     at the same time: disjoint bytes, shared sectors."""
     hs = [srv.connect() for _ in range(conns)]
-    errors = []
 
     def worker(j, seed_):
         rng = random.Random(seed_)
-        try:
-            for r in range(rounds):
-                for i in range(j, span, conns):
-                    b = bytes([rng.randrange(1, 256)])
-                    hs[j].pwrite(b, base + i)
-                    model.write(base + i, b)
-        except Exception as e:
-            errors.append("connection %d: %s" % (j, e))
-    threads = [threading.Thread(target=worker, args=(j, random.getrandbits(64)))
-               for j in range(conns)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    check(not errors, "; ".join(errors))
+        for r in range(rounds):
+            for i in range(j, span, conns):
+                b = bytes([rng.randrange(1, 256)])
+                hs[j].pwrite(b, base + i)
+                model.write(base + i, b)
+    run_threads(worker, [(random.getrandbits(64),) for _ in range(conns)])
 
 
 def unaligned_direct(rng, d, geo):

@@ -18,6 +18,7 @@ import re
 import shutil
 import sys
 import tempfile
+import threading
 import time
 
 
@@ -58,6 +59,28 @@ def run_main(fn):
         sys.exit(1)
     print("PASS (%.1fs)" % (time.monotonic() - start), flush=True)
     sys.exit(0)
+
+
+def run_threads(fn, jobs):
+    """Call fn(i, *args) for the i-th args of jobs, each in its own thread
+    (one per connection), and wait for all of them; then fail with every
+    thread's error, each as "connection i: ..." (an exception in a thread
+    would otherwise only be printed)."""
+    errors = []
+
+    def main(i, args):
+        try:
+            fn(i, *args)
+        except BaseException as e:  # report in the main thread
+            errors.append("connection %d: %s" % (i, e))
+    threads = [threading.Thread(target=main, args=(i, args))
+               for i, args in enumerate(jobs)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    if errors:
+        fail("; ".join(errors))
 
 
 def plugin():

@@ -8,17 +8,16 @@ and reports copies that diverge.
 """
 
 import bisect
-import errno
 import itertools
 import random
 import threading
 
 import nbd
 
-from .common import MiB, fail
+from .common import MiB, fail, run_threads
 from .members import copy_images, read_member
 from .model import first_mismatch, pattern
-from .server import max_request, nbd_errno
+from .server import aio_result, aio_send, aio_wait, max_request
 from .workload import rand_len
 
 
@@ -98,7 +97,6 @@ class Contention:
         self.ops = []                   # Op: write, zero, trim
         self.reads = []                 # Op with the bytes read as data
         self.lock = threading.Lock()
-        self.errors = []
         self.counts = {}
         self.races = {}                 # check_copies: how copies diverged
 
@@ -124,39 +122,22 @@ class Contention:
 
     def issue(self, h, rng, op):
         """Send op; returns (cookie, its Op record)."""
-        kind, off, n, flags = op
+        kind, off, n, _ = op
         data = pattern(rng, n) if kind == "write" else None
         rec = Op(kind, off, n, bytes(data) if data else None, next(self.tick))
-        if kind == "write":
-            return h.aio_pwrite(nbd.Buffer.from_bytearray(data), off,
-                                flags=flags), rec
-        if kind == "read":
-            rec.data = nbd.Buffer(n)
-            return h.aio_pread(rec.data, off), rec
-        if kind == "trim":
-            return h.aio_trim(n, off, flags=flags), rec
-        if kind == "zero":
-            return h.aio_zero(n, off, flags=flags), rec
-        return h.aio_flush(), rec
+        cookie, buf = aio_send(h, op, data)
+        if buf is not None:
+            rec.data = buf
+        return cookie, rec
 
     def batch(self, h, rng, idx):
         ops = [self.pick(rng) for _ in range(rng.randint(1, self.depth))]
         inflight = [(op,) + self.issue(h, rng, op) for op in ops]
-        while h.aio_in_flight() > 0:
-            h.poll(-1)
+        aio_wait(h)
         done = next(self.tick)
         for op, cookie, rec in inflight:
-            kind, off, n, flags = op
             rec.d = done
-            try:
-                h.aio_command_completed(cookie)
-            except nbd.Error as e:
-                if kind == "zero" and flags & nbd.CMD_FLAG_FAST_ZERO and \
-                        nbd_errno(e) == errno.ENOTSUP:
-                    kind = "fast-zero-unsupported"   # must change nothing
-                else:
-                    fail("connection %d: %s %d+%d flags=0x%x failed: %s" % (
-                        idx, kind, off, n, flags, e))
+            kind = aio_result(h, cookie, op, "connection %d: " % idx)
             with self.lock:
                 if kind == "read":
                     rec.data = bytes(rec.data.to_bytearray())
@@ -168,23 +149,14 @@ class Contention:
     def thread_main(self, idx, steps, seed_):
         rng = random.Random(seed_)
         h = self.handles[idx]
-        try:
-            for _ in range(steps):
-                self.batch(h, rng, idx)
-            h.flush()
-        except BaseException as e:  # report in the main thread
-            self.errors.append("connection %d: %s" % (idx, e))
+        for _ in range(steps):
+            self.batch(h, rng, idx)
+        h.flush()
 
     def run(self, steps):
-        threads = [threading.Thread(target=self.thread_main,
-                                    args=(i, steps, self.rng.getrandbits(64)))
-                   for i in range(self.conns)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
-        if self.errors:
-            fail("; ".join(self.errors))
+        run_threads(self.thread_main,
+                    [(steps, self.rng.getrandbits(64))
+                     for _ in range(self.conns)])
         self.srv.close_handles()
         self.segment()
 

@@ -3,8 +3,9 @@
 nbdkit runs on a unix socket in a private temp dir, started with
 --exit-with-parent and a pid file, and is only ever signalled by its own
 pid.  run_expect_failure starts one that must refuse its parameters.  The
-rest are small helpers for libnbd handles: an nbd.Error's errno, the
-features every array offers, the largest request to send, and a clean stop.
+rest are small helpers for libnbd handles: sending a request and taking
+its reply (aio_send, aio_wait, aio_result), an nbd.Error's errno, the
+features every array offers, the largest request to send, a clean stop.
 """
 
 import errno
@@ -54,6 +55,21 @@ class Server:
                 "-P", self.pidfile, plugin()] + self.params
 
     def start(self, timeout=20):
+        rc = self._launch(timeout, "nbdkit did not start")
+        if rc is not None:
+            self._cleanup_files()
+            fail("nbdkit exited with %d at startup: %s\nstderr:\n%s" % (
+                rc, " ".join(self.params), self.stderr()))
+        with open(self.pidfile) as f:
+            pid = int(f.read().strip() or 0)
+        check(pid == self.proc.pid, "pid file %d != child %d" % (
+            pid, self.proc.pid))
+        return self
+
+    def _launch(self, timeout, timeout_why):
+        """Run nbdkit and wait until it has written its pid file (returns
+        None) or exited (returns its exit status).  If neither happens
+        within timeout seconds, kill it and fail with timeout_why."""
         err = open(self.errfile, "wb")
         self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL,
                                      stdout=err, stderr=err, cwd=self.cwd)
@@ -62,19 +78,13 @@ class Server:
         while time.monotonic() < deadline:
             rc = self.proc.poll()
             if rc is not None:
-                self._cleanup_files()
-                fail("nbdkit exited with %d at startup: %s\nstderr:\n%s" % (
-                    rc, " ".join(self.params), self.stderr()))
+                return rc
             if os.path.exists(self.pidfile) and os.path.getsize(self.pidfile):
-                with open(self.pidfile) as f:
-                    pid = int(f.read().strip() or 0)
-                check(pid == self.proc.pid, "pid file %d != child %d" % (
-                    pid, self.proc.pid))
-                return self
+                return None
             time.sleep(0.01)
         self.kill(signal.SIGKILL)
-        fail("nbdkit did not start within %ds\nstderr:\n%s" % (
-            timeout, self.stderr()))
+        fail("%s within %ds: %s\nstderr:\n%s" % (
+            timeout_why, timeout, " ".join(self.params), self.stderr()))
 
     def stderr(self):
         try:
@@ -156,22 +166,12 @@ def run_expect_failure(params, cwd=None, timeout=20):
     If nbdkit starts serving instead, it is killed and the test fails."""
     srv = Server(params, cwd=cwd, start=False)
     try:
-        err = open(srv.errfile, "wb")
-        srv.proc = subprocess.Popen(srv.argv(), stdin=subprocess.DEVNULL,
-                                    stdout=err, stderr=err, cwd=cwd)
-        err.close()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            rc = srv.proc.poll()
-            if rc is not None:
-                return rc, srv.stderr()
-            if os.path.exists(srv.pidfile) and os.path.getsize(srv.pidfile):
-                srv.kill(signal.SIGTERM)
-                fail("nbdkit started, but should have refused: %s\n%s" % (
-                    " ".join(params), srv.stderr()))
-            time.sleep(0.01)
-        srv.kill(signal.SIGKILL)
-        fail("nbdkit neither failed nor started: %s" % " ".join(params))
+        rc = srv._launch(timeout, "nbdkit neither failed nor started")
+        if rc is not None:
+            return rc, srv.stderr()
+        srv.kill(signal.SIGTERM)
+        fail("nbdkit started, but should have refused: %s\n%s" % (
+            " ".join(params), srv.stderr()))
     finally:
         srv._cleanup_files()
         shutil.rmtree(srv.sockdir, ignore_errors=True)
@@ -184,6 +184,47 @@ def nbd_errno(e):
         if isinstance(a, int):
             return a
     return getattr(errno, str(getattr(e, "errno", "")), None)
+
+
+def aio_send(h, op, data=None):
+    """Send op = (kind, offset, length, flags) on h without waiting for its
+    reply; a write sends data.  Returns (cookie, the nbd.Buffer a read
+    fills, else None)."""
+    kind, off, n, flags = op
+    if kind == "write":
+        return h.aio_pwrite(nbd.Buffer.from_bytearray(data), off,
+                            flags=flags), None
+    if kind == "read":
+        buf = nbd.Buffer(n)
+        return h.aio_pread(buf, off), buf
+    if kind == "trim":
+        return h.aio_trim(n, off, flags=flags), None
+    if kind == "zero":
+        return h.aio_zero(n, off, flags=flags), None
+    return h.aio_flush(), None
+
+
+def aio_wait(h):
+    """Wait until every request in flight on h has its reply."""
+    while h.aio_in_flight() > 0:
+        h.poll(-1)
+
+
+def aio_result(h, cookie, op, who=""):
+    """The reply to op (sent by aio_send): returns op's kind, or
+    "fast-zero-unsupported" when a fast zero was refused with ENOTSUP
+    (allowed; it must change nothing).  Any other error fails the test,
+    the message starting with who."""
+    kind, off, n, flags = op
+    try:
+        h.aio_command_completed(cookie)
+    except nbd.Error as e:
+        if kind == "zero" and flags & nbd.CMD_FLAG_FAST_ZERO and \
+                nbd_errno(e) == errno.ENOTSUP:
+            return "fast-zero-unsupported"
+        fail("%s%s %d+%d flags=0x%x failed: %s" % (who, kind, off, n, flags,
+                                                   e))
+    return kind
 
 
 def check_flags(h):

@@ -8,15 +8,15 @@ fill and verify_readback write and read the whole array; member_sizes picks
 random member sizes that are not whole chunks.
 """
 
-import errno
 import random
 import threading
 
 import nbd
 
-from .common import MiB, check, fail
+from .common import MiB, check, fail, run_threads
 from .model import pattern
-from .server import check_flags, max_request, nbd_errno
+from .server import (aio_result, aio_send, aio_wait, check_flags,
+                     max_request)
 
 
 def fill(h, model, size, rng):
@@ -69,7 +69,6 @@ class Workload:
         self.handles = [srv.connect() for _ in range(conns)]
         self.maxreq = max_request(self.handles[0])
         self.fast_zero = fast_zero and self.handles[0].can_fast_zero()
-        self.errors = []
         self.counts = {}
         self.count_lock = threading.Lock()
 
@@ -97,29 +96,13 @@ class Workload:
         return ("flush", 0, 0, 0)
 
     def issue(self, h, rng, op):
-        kind, off, n, flags = op
-        if kind == "write":
-            data = pattern(rng, n)
-            return h.aio_pwrite(nbd.Buffer.from_bytearray(data), off,
-                                flags=flags), data
-        if kind == "read":
-            buf = nbd.Buffer(n)
-            return h.aio_pread(buf, off), buf
-        if kind == "trim":
-            return h.aio_trim(n, off, flags=flags), None
-        if kind == "zero":
-            return h.aio_zero(n, off, flags=flags), None
-        return h.aio_flush(), None
+        data = pattern(rng, op[2]) if op[0] == "write" else None
+        cookie, buf = aio_send(h, op, data)
+        return cookie, data if buf is None else buf
 
     def complete(self, h, op, cookie, extra):
-        kind, off, n, flags = op
-        try:
-            h.aio_command_completed(cookie)
-        except nbd.Error as e:
-            if kind == "zero" and flags & nbd.CMD_FLAG_FAST_ZERO and \
-                    nbd_errno(e) == errno.ENOTSUP:
-                return "fast-zero-unsupported"  # allowed, must not modify
-            fail("%s %d+%d flags=0x%x failed: %s" % (kind, off, n, flags, e))
+        kind = aio_result(h, cookie, op)
+        _, off, n, _ = op
         m = self.model
         if kind == "write":
             m.write(off, extra)
@@ -137,8 +120,7 @@ class Workload:
 
     def batch(self, h, rng, ops):
         inflight = [(op,) + self.issue(h, rng, op) for op in ops]
-        while h.aio_in_flight() > 0:
-            h.poll(-1)
+        aio_wait(h)
         done = [self.complete(h, op, cookie, extra)
                 for op, cookie, extra in inflight]
         with self.count_lock:
@@ -157,26 +139,15 @@ class Workload:
     def thread_main(self, idx, regions, steps, seed_):
         rng = random.Random(seed_)
         h = self.handles[idx]
-        try:
-            for _ in range(steps):
-                lo, hi = rng.choice(regions)
-                self.batch(h, rng, self.disjoint_ops(rng, lo, hi))
-        except BaseException as e:  # report in the main thread
-            self.errors.append("connection %d: %s" % (idx, e))
+        for _ in range(steps):
+            lo, hi = rng.choice(regions)
+            self.batch(h, rng, self.disjoint_ops(rng, lo, hi))
 
     def concurrent_phase(self, steps):
         regions = split_regions(self.rng, self.geo.size, 2 * self.conns)
-        threads = []
-        for i in range(self.conns):
-            mine = regions[i::self.conns]
-            t = threading.Thread(target=self.thread_main,
-                                 args=(i, mine, steps, self.rng.getrandbits(64)))
-            threads.append(t)
-            t.start()
-        for t in threads:
-            t.join()
-        if self.errors:
-            fail("; ".join(self.errors))
+        run_threads(self.thread_main,
+                    [(regions[i::self.conns], steps, self.rng.getrandbits(64))
+                     for i in range(self.conns)])
 
     def serial_phase(self, steps):
         h, rng, size = self.handles[0], self.rng, self.geo.size
