@@ -26,9 +26,10 @@ from raidtest.common import (  # noqa: E402
     KiB, MiB, TempDir, check, make_members, o_direct_works, plugin,
     run_main, run_threads, seed)
 from raidtest.geometry import Geometry  # noqa: E402
-from raidtest.model import Model, pattern  # noqa: E402
+from raidtest.model import pattern  # noqa: E402
 from raidtest.server import Server  # noqa: E402
-from raidtest.workload import Workload, verify_readback  # noqa: E402
+from raidtest.workload import (  # noqa: E402
+    Workload, new_array, verify_readback)
 from raidtest.members import verify_members  # noqa: E402
 
 
@@ -60,10 +61,9 @@ def expected_preferred(geo):
 
 
 def advertised(d, geo, extra=(), want_min=(1,)):
-    label = geo.name() + (" " + " ".join(extra) if extra else "")
+    label = geo.label(extra)
     paths = make_members(d, geo.sizes)
-    with Server(geo.params() + ["member=%s" % p for p in paths] +
-                list(extra)) as srv:
+    with Server(geo.params(paths, extra)) as srv:
         mn, pref, mx = sizes_of(srv.connect())
         srv.stop()
     check_rules(label, mn, pref, mx)
@@ -94,9 +94,7 @@ def interleaved_bytes(srv, model, base, span, conns=4, rounds=3):
 
 def unaligned_direct(rng, d, geo):
     label = geo.name() + " direct=true unaligned"
-    paths = make_members(d, geo.sizes)
-    model = Model(geo.size)
-    params = geo.params() + ["member=%s" % p for p in paths] + ["direct=true"]
+    paths, params, model = new_array(d, geo, ["direct=true"])
     c = geo.chunk
     with Server(params) as srv:
         h = srv.connect()

@@ -51,7 +51,7 @@ sys.path.insert(0, sys.argv[1])
 from raidtest.common import KiB, MiB, check, run_main, seed
 from raidtest.geometry import Geometry
 from raidtest.model import Model
-from raidtest.server import Server, check_flags
+from raidtest.server import Server, check_array, stop_clean
 from raidtest.workload import Workload, fill, verify_readback
 from raidtest.members import verify_members
 
@@ -100,12 +100,10 @@ def run(rng, level, layout, chunk):
     for l in loops:
         wipe(l)
     model = Model(geo.size)
-    params = geo.params() + ["member=%s" % l for l in loops] + ["direct=true"]
+    params = geo.params(loops, ["direct=true"])
     with Server(params) as srv:
         h = srv.connect()
-        check(h.get_size() == geo.size, "%s: size %d != md %d" % (
-            label, h.get_size(), geo.size))
-        check_flags(h)
+        check_array(h, geo, label)
         mn = h.get_block_size(nbd.SIZE_MINIMUM)
         check(mn in (1, 512, 4096), "%s: minimum block %d" % (label, mn))
         w = Workload(srv, model, geo, rng)
@@ -133,8 +131,7 @@ def run(rng, level, layout, chunk):
         w.serial_phase(10)
         w.close()
         verify_readback(srv, model, geo, label)
-        rc = srv.stop()
-        check(rc == 0, "%s: nbdkit exited %d" % (label, rc))
+        stop_clean(srv, label)
     flushbufs()
     verify_members(geo, model, loops, label)
     print("ok %s, trim freed %d bytes" % (label, freed), flush=True)

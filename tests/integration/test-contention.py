@@ -47,12 +47,13 @@ import nbd
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from raidtest import workload  # noqa: E402
 from raidtest.common import (  # noqa: E402
-    KiB, MiB, TempDir, check, fail, io_uring_works, make_members,
-    o_direct_works, plugin, run_main, seed, selected)
+    MiB, check, fail, plugin, run_main, run_passes, seed, selected)
 from raidtest.geometry import Geometry  # noqa: E402
-from raidtest.model import Model, pattern  # noqa: E402
+from raidtest.model import pattern  # noqa: E402
 from raidtest.server import Server, max_request, stop_clean  # noqa: E402
-from raidtest.workload import Workload, fill, verify_readback  # noqa: E402
+from raidtest.workload import (  # noqa: E402
+    Workload, fill, format_counts, new_array, random_chunk,
+    verify_readback)
 from raidtest.members import verify_members  # noqa: E402
 from raidtest.contention import Contention  # noqa: E402
 
@@ -136,16 +137,14 @@ class Stats:
 
 def run_geometry(rng, folder, level, layout, n, stats, extra=(), chunk=None,
                  fight=60):
-    chunk = chunk or rng.choice([4, 8, 16, 32, 64]) * KiB
+    chunk = chunk or random_chunk(rng)
     geo = Geometry(level, member_sizes(rng, n, chunk), chunk, layout)
-    label = geo.name() + (" " + " ".join(extra) if extra else "")
+    label = geo.label(extra)
     if not selected(label):
         return
     strict = os.environ.get("NBDRAID_COPIES") == "strict"
     start = time.monotonic()
-    paths = make_members(folder, geo.sizes)
-    params = geo.params() + ["member=%s" % p for p in paths] + list(extra)
-    model = Model(geo.size)
+    paths, params, model = new_array(folder, geo, extra)
     lo, hi, k0, nk = contention_region(rng, geo)
     where = "chunks %d-%d [%d, %d)" % (k0, k0 + nk - 1, lo, hi)
 
@@ -194,7 +193,7 @@ def run_geometry(rng, folder, level, layout, n, stats, extra=(), chunk=None,
         os.unlink(p)
     print("ok %-58s %5.2fs fight on %s: %s%s" % (
         label, time.monotonic() - start, where,
-        " ".join("%s=%d" % kv for kv in sorted(c.counts.items())),
+        format_counts(c.counts),
         " (copies diverged, rewritten)" if div else ""), flush=True)
 
 
@@ -202,23 +201,14 @@ def main():
     rng = random.Random(seed("test-contention"))
     plugin()
     stats = Stats()
-    with TempDir() as d:
-        for level, layout, n in geometries(rng):
-            run_geometry(rng, d, level, layout, n, stats)
-        run_geometry(rng, d, 1, None, 2, stats, extra=["io=psync"])
-        run_geometry(rng, d, 10, "f2", 3, stats, extra=["io=psync"])
-        if io_uring_works():
-            run_geometry(rng, d, 10, "n2", 3, stats, extra=["io=uring"])
-            run_geometry(rng, d, 1, None, 3, stats, extra=["io=uring"])
-        else:
-            print("io=uring pass skipped: io_uring_setup fails here")
-    if o_direct_works("/var/tmp"):
-        with TempDir(base="/var/tmp") as d:
-            run_geometry(rng, d, 1, None, 2, stats, extra=["direct=true"])
-            run_geometry(rng, d, 10, "o2", 3, stats, extra=["direct=true"])
-            run_geometry(rng, d, 0, None, 3, stats, extra=["direct=true"])
-    else:
-        print("direct=true pass skipped: O_DIRECT fails in /var/tmp")
+
+    def run(folder, level, layout, n, extra=()):
+        run_geometry(rng, folder, level, layout, n, stats, extra=extra)
+
+    run_passes(run, geometries(rng),
+               psync=[(1, None, 2), (10, "f2", 3)],
+               uring=[(10, "n2", 3), (1, None, 3)],
+               direct=[(1, None, 2), (10, "o2", 3), (0, None, 3)])
     print("%d geometries, %d mirrored; copies diverged after the fight in "
           "%d%s" % (stats.runs, stats.mirrors, len(stats.diverged),
                     ": " + "; ".join(stats.diverged) if stats.diverged

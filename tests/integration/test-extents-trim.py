@@ -25,11 +25,10 @@ import nbd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from raidtest.common import (  # noqa: E402
-    KiB, MiB, TempDir, check, make_members, plugin, run_main, seed)
+    KiB, MiB, TempDir, check, plugin, run_main, seed)
 from raidtest.geometry import Geometry  # noqa: E402
-from raidtest.model import Model  # noqa: E402
 from raidtest.server import Server, nbd_errno  # noqa: E402
-from raidtest.workload import fill, verify_readback  # noqa: E402
+from raidtest.workload import fill, new_array, verify_readback  # noqa: E402
 from raidtest.members import verify_members  # noqa: E402
 
 
@@ -88,10 +87,8 @@ def blocks(paths):
 def run(rng, d, geo):
     label = geo.name()
     c = geo.chunk
-    paths = make_members(d, geo.sizes)
-    params = geo.params() + ["member=%s" % p for p in paths]
+    paths, params, model = new_array(d, geo)
     copies = len(geo.copies(0))
-    model = Model(geo.size)
     with Server(params) as srv:
         h = srv.connect(meta_base=True)
         check(h.can_meta_context(nbd.CONTEXT_BASE_ALLOCATION),

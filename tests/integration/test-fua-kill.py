@@ -22,10 +22,11 @@ import nbd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from raidtest.common import (  # noqa: E402
-    KiB, MiB, TempDir, make_members, o_direct_works, plugin, run_main, seed)
+    KiB, MiB, TempDir, o_direct_works, plugin, run_main, seed)
 from raidtest.geometry import Geometry  # noqa: E402
-from raidtest.model import Model, pattern  # noqa: E402
+from raidtest.model import pattern  # noqa: E402
 from raidtest.server import Server  # noqa: E402
+from raidtest.workload import new_array  # noqa: E402
 from raidtest.members import verify_members  # noqa: E402
 
 
@@ -42,9 +43,7 @@ def writes(rng, geo, count):
 
 def crash_case(rng, d, geo, mode, extra):
     label = "%s %s %s" % (geo.name(), mode, " ".join(extra))
-    paths = make_members(d, geo.sizes)
-    params = geo.params() + ["member=%s" % p for p in paths] + list(extra)
-    model = Model(geo.size)
+    paths, params, model = new_array(d, geo, extra)
     with Server(params) as srv:
         h = srv.connect()
         if mode in ("zero-fua", "trim-flush"):

@@ -126,8 +126,7 @@ def main():
     with TempDir() as d:
         geo = Geometry(10, [2 * MiB] * 4, 64 * KiB, "n2")
         paths = make_members(d, geo.sizes)
-        params = geo.params() + ["member=%s" % p for p in paths] + \
-            ["io=psync"]
+        params = geo.params(paths, ["io=psync"])
         with Server(params) as srv:
             h = srv.connect()
             h.pwrite(b"warm", 0)

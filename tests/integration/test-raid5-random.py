@@ -47,13 +47,12 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from raidtest import workload  # noqa: E402
 from raidtest.common import (  # noqa: E402
-    KiB, MiB, TempDir, check, fail, io_uring_works, make_members,
-    o_direct_works, plugin, run_main, seed, selected)
+    MiB, check, fail, plugin, run_main, run_passes, seed, selected)
 from raidtest.geometry import Geometry, RAID5_LAYOUTS  # noqa: E402
-from raidtest.model import Model  # noqa: E402
 from raidtest.server import Server, stop_clean  # noqa: E402
 from raidtest.workload import (  # noqa: E402
-    Workload, random_pass, verify_readback)
+    Workload, format_counts, new_array, random_chunk, random_pass,
+    verify_readback)
 from raidtest.members import (  # noqa: E402
     parity_mismatches, read_member, verify_members)
 from raidtest.contention import Contention  # noqa: E402
@@ -63,6 +62,7 @@ LAYOUTS = ["left-symmetric", "left-asymmetric", "right-symmetric",
            "right-asymmetric"]
 GEOMETRIES = [(lay, n) for lay in LAYOUTS for n in (3, 4, 6)] + \
     [("left-symmetric", 5)]
+
 
 def member_sizes(rng, n, chunk):
     return workload.member_sizes(rng, n, chunk, 2 * MiB, 3 * MiB)
@@ -121,7 +121,7 @@ class Cli:
 
     def run(self, geo, paths, json_=False, count=True):
         argv = [self.path, "check"] + (["--json"] if json_ else []) + \
-            geo.params() + ["member=%s" % p for p in paths]
+            geo.params(paths)
         p = subprocess.run(argv, stdin=subprocess.DEVNULL,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            timeout=60)
@@ -246,7 +246,7 @@ def corrupt_stripes(rng, geo, paths, k):
 
 def run_geometry(rng, folder, layout, n, cli, extra=(), chunk=None,
                  steps=(30, 50), fight=20, corrupt=False):
-    chunk = chunk or rng.choice([4, 8, 16, 32, 64]) * KiB
+    chunk = chunk or random_chunk(rng)
     geo = Geometry(5, member_sizes(rng, n, chunk), chunk,
                    spelling(rng, layout))
     label = geo.name() + (" layout=%s" % geo.layout if geo.layout else
@@ -255,14 +255,10 @@ def run_geometry(rng, folder, layout, n, cli, extra=(), chunk=None,
     if not selected(label):
         return
     start = time.monotonic()
-    paths = make_members(folder, geo.sizes)
-    params = geo.params() + ["member=%s" % p for p in paths] + list(extra)
-    model = Model(geo.size)
+    paths, params, model = new_array(folder, geo, extra)
 
     # (a) disjoint random workload, read back, members and parity
-    with Server(params) as srv:
-        w = random_pass(srv, model, geo, rng, label, steps)
-        stop_clean(srv, label)
+    w = random_pass(params, model, geo, rng, label, steps)
     verify_members(geo, model, paths, label + " after (a)")
     if cli.available(geo, paths):
         cli.expect(geo, paths, 0, label + " after (a)")
@@ -297,9 +293,9 @@ def run_geometry(rng, folder, layout, n, cli, extra=(), chunk=None,
         counts[k] = counts.get(k, 0) + v
     print("ok %-62s %5.2fs %s | fight on stripes %d-%d [%d, %d): %s" % (
         label, time.monotonic() - start,
-        " ".join("%s=%d" % kv for kv in sorted(counts.items())),
+        format_counts(counts),
         s0, s0 + ns - 1, lo, hi,
-        " ".join("%s=%d" % kv for kv in sorted(c.counts.items()))),
+        format_counts(c.counts)),
         flush=True)
 
 
@@ -307,26 +303,15 @@ def main():
     rng = random.Random(seed("test-raid5-random"))
     plugin()
     cli = Cli()
-    with TempDir() as d:
-        for layout, n in GEOMETRIES:
-            run_geometry(rng, d, layout, n, cli, corrupt=n in (4, 5))
-        run_geometry(rng, d, "left-asymmetric", 4, cli, extra=["io=psync"])
-        run_geometry(rng, d, "right-symmetric", 3, cli, extra=["io=psync"])
-        if io_uring_works():
-            run_geometry(rng, d, "left-symmetric", 4, cli,
-                         extra=["io=uring"])
-            run_geometry(rng, d, "right-asymmetric", 6, cli,
-                         extra=["io=uring"])
-        else:
-            print("io=uring pass skipped: io_uring_setup fails here")
-    if o_direct_works("/var/tmp"):
-        with TempDir(base="/var/tmp") as d:
-            run_geometry(rng, d, "left-symmetric", 3, cli,
-                         extra=["direct=true"])
-            run_geometry(rng, d, "right-asymmetric", 5, cli,
-                         extra=["direct=true"])
-    else:
-        print("direct=true pass skipped: O_DIRECT fails in /var/tmp")
+
+    def run(folder, layout, n, corrupt=False, extra=()):
+        run_geometry(rng, folder, layout, n, cli, extra=extra,
+                     corrupt=corrupt)
+
+    run_passes(run, [(layout, n, n in (4, 5)) for layout, n in GEOMETRIES],
+               psync=[("left-asymmetric", 4), ("right-symmetric", 3)],
+               uring=[("left-symmetric", 4), ("right-asymmetric", 6)],
+               direct=[("left-symmetric", 3), ("right-asymmetric", 5)])
     if cli.ok:
         print("cli check: %d runs" % cli.runs)
 

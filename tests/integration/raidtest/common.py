@@ -186,3 +186,27 @@ def selected(label):
     """$NBDRAID_ONLY (a regex) selects geometries by label."""
     only = os.environ.get("NBDRAID_ONLY")
     return not only or re.search(only, label)
+
+
+def run_passes(run, cases, psync=(), uring=(), direct=()):
+    """The passes of a random test: run(folder, *case) for every case, then
+    run(folder, *case, extra=[...]) for every case of psync with io=psync
+    and of uring with io=uring (when io_uring works here), all in one temp
+    dir; then for every case of direct with direct=true, in a temp dir in
+    /var/tmp (when O_DIRECT works there)."""
+    with TempDir() as d:
+        for case in cases:
+            run(d, *case)
+        for case in psync:
+            run(d, *case, extra=["io=psync"])
+        if io_uring_works():
+            for case in uring:
+                run(d, *case, extra=["io=uring"])
+        else:
+            print("io=uring pass skipped: io_uring_setup fails here")
+    if o_direct_works("/var/tmp"):
+        with TempDir(base="/var/tmp") as d:
+            for case in direct:
+                run(d, *case, extra=["direct=true"])
+    else:
+        print("direct=true pass skipped: O_DIRECT fails in /var/tmp")

@@ -89,12 +89,13 @@ class Geometry:
         if level != 1:
             self.size = self.chunks * chunk
 
-    def params(self):
-        """The plugin parameters describing this geometry (minus members)."""
+    def params(self, members=(), extra=()):
+        """The plugin parameters describing this geometry over the member
+        paths, then the extra key=value strings."""
         p = ["level=%d" % self.level, "chunk=%d" % self.chunk]
         if self.level in (5, 10) and self.layout:
             p.append("layout=%s" % self.layout)
-        return p
+        return p + ["member=%s" % m for m in members] + list(extra)
 
     def name(self):
         s = "raid%d" % self.level
@@ -104,6 +105,10 @@ class Geometry:
             s += "-" + RAID5_LAYOUTS[self.r5]
         return "%s x%d chunk=%dK sizes=%s" % (
             s, self.n, self.chunk // KiB, ",".join(str(x) for x in self.sizes))
+
+    def label(self, extra=()):
+        """name() and the extra plugin parameters, for messages."""
+        return self.name() + (" " + " ".join(extra) if extra else "")
 
     def copies(self, k):
         assert 0 <= k < self.chunks

@@ -227,6 +227,14 @@ def aio_result(h, cookie, op, who=""):
     return kind
 
 
+def check_array(h, geo, label):
+    """The export on h has md's size for geo and every feature an array
+    offers."""
+    check(h.get_size() == geo.size, "%s: get_size() %d, md says %d" % (
+        label, h.get_size(), geo.size))
+    check_flags(h)
+
+
 def check_flags(h):
     """The NBD features every array offers."""
     for name in ("can_multi_conn", "can_fua", "can_flush", "can_trim",

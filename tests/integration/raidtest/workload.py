@@ -4,8 +4,9 @@ Workload sends random pread/pwrite/flush/trim/zero from several
 connections, each in its own regions so no two requests in flight overlap,
 and checks every read as it completes.  random_pass is the whole pass the
 random tests share (size and flags, concurrent and serial phases, read-back);
-fill and verify_readback write and read the whole array; member_sizes picks
-random member sizes that are not whole chunks.
+fill and verify_readback write and read the whole array.  For the random
+tests: random_chunk and member_sizes (sizes that are not whole chunks), and
+new_array (sparse members, plugin parameters and an empty Model).
 """
 
 import random
@@ -13,10 +14,10 @@ import threading
 
 import nbd
 
-from .common import MiB, check, fail, run_threads
-from .model import pattern
-from .server import (aio_result, aio_send, aio_wait, check_flags,
-                     max_request)
+from .common import KiB, MiB, check, fail, make_members, run_threads
+from .model import Model, pattern
+from .server import (Server, aio_result, aio_send, aio_wait, check_array,
+                     max_request, stop_clean)
 
 
 def fill(h, model, size, rng):
@@ -176,6 +177,11 @@ class Workload:
                 fail("final flush: %s" % e)
 
 
+def random_chunk(rng):
+    """A chunk size for a random geometry: 4K to 64K."""
+    return rng.choice([4, 8, 16, 32, 64]) * KiB
+
+
 def member_sizes(rng, n, chunk, lo, hi):
     """n member sizes of lo..hi bytes, not whole chunks (odd chunk counts
     matter: md's far stride rounds); one member is larger than the rest."""
@@ -188,22 +194,22 @@ def member_sizes(rng, n, chunk, lo, hi):
     return sizes
 
 
-def random_pass(srv, model, geo, rng, label, steps):
-    """The disjoint random workload: size and flags, concurrent and serial
-    phases (sometimes whole-array ops), then a byte-exact read-back.
-    Returns the Workload (its counts)."""
-    h = srv.connect()
-    check(h.get_size() == geo.size, "%s: get_size() %d, md says %d" % (
-        label, h.get_size(), geo.size))
-    check_flags(h)
-    w = Workload(srv, model, geo, rng)
-    w.concurrent_phase(steps[0])
-    w.serial_phase(steps[1])
-    if rng.random() < 0.3:
-        w.whole_array_ops()
-    w.concurrent_phase(steps[0] // 2)
-    w.close()
-    verify_readback(srv, model, geo, label)
+def random_pass(params, model, geo, rng, label, steps):
+    """The disjoint random workload on a new nbdkit serving params: size and
+    flags, concurrent and serial phases (sometimes whole-array ops), then a
+    byte-exact read-back; nbdkit must then stop cleanly (exit 0 on
+    SIGTERM).  Returns the Workload (its counts)."""
+    with Server(params) as srv:
+        check_array(srv.connect(), geo, label)
+        w = Workload(srv, model, geo, rng)
+        w.concurrent_phase(steps[0])
+        w.serial_phase(steps[1])
+        if rng.random() < 0.3:
+            w.whole_array_ops()
+        w.concurrent_phase(steps[0] // 2)
+        w.close()
+        verify_readback(srv, model, geo, label)
+        stop_clean(srv, label)
     return w
 
 
@@ -219,3 +225,16 @@ def verify_readback(srv, model, geo, label=""):
         if bad:
             fail("%s: read-back: %s" % (label, bad))
         model.resolve(off, got)
+
+
+def new_array(folder, geo, extra=()):
+    """Sparse member files for geo in folder: returns their paths, the
+    plugin parameters over them (then extra), and a Model of the array
+    (all zero, as the members are)."""
+    paths = make_members(folder, geo.sizes)
+    return paths, geo.params(paths, extra), Model(geo.size)
+
+
+def format_counts(counts):
+    """Request counts by kind ({"read": 3, ...}) as "read=3 ...", sorted."""
+    return " ".join("%s=%d" % kv for kv in sorted(counts.items()))
