@@ -7,48 +7,31 @@
 # and the backing files' allocated blocks drop.
 # Needs root and working loop devices; exits 77 (skipped) otherwise.
 set -euo pipefail
-
 here=$(cd "$(dirname "$0")" && pwd)
+source "$here/functions.sh"
+requires_plugin
+requires_root "for losetup"
+requires_program losetup
 
-if [ -z "${NBDRAID_PLUGIN:-}" ] || [ ! -f "$NBDRAID_PLUGIN" ]; then
-    echo "SKIP: plugin not built (NBDRAID_PLUGIN=${NBDRAID_PLUGIN:-})"
-    exit 77
-fi
-if [ "$(id -u)" != 0 ]; then
-    echo "SKIP: needs root for losetup"
-    exit 77
-fi
-if ! command -v losetup >/dev/null; then
-    echo "SKIP: losetup not installed"
-    exit 77
-fi
-
-dir=$(mktemp -d /var/tmp/nbdraid-blk-XXXXXX)
+make_tmpdir nbdraid-blk
+dir=$tmpdir
 loops=()
-cleanup() {
-    for l in "${loops[@]}"; do
-        losetup -d "$l" || :
-    done
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-
 sizes=(8388608 8388608 8585216)     # 8M, 8M, 8M + 192K
 for i in 0 1 2; do
     truncate -s "${sizes[$i]}" "$dir/b$i.img"
     if ! l=$(losetup -f --show "$dir/b$i.img" 2>&1); then
-        echo "SKIP: losetup failed: $l"
-        exit 77
+        skip "losetup failed: $l"
     fi
     loops+=("$l")
+    cleanup_fn losetup -d "$l"
 done
 echo "loop devices: ${loops[*]}"
 
 /usr/bin/python3 - "$here" "$dir" "${loops[@]}" <<'EOF'
-import fcntl, os, random, struct, subprocess, sys
+import fcntl, os, random, struct, sys
 import nbd
 sys.path.insert(0, sys.argv[1])
-from raidtest.common import KiB, MiB, check, run_main, seed
+from raidtest.common import KiB, check, run_main, seed
 from raidtest.geometry import Geometry
 from raidtest.model import Model
 from raidtest.server import Server, check_array, stop_clean
