@@ -87,27 +87,19 @@ mounted "$mnt" || fail "pid file written but $mnt not mounted"
 [ "$(stat -c %s "$mnt/disk")" = 16777216 ] || fail "$mnt/disk is not 16M"
 echo "mounted $mnt (pid $pid)"
 
-/usr/bin/python3 - "$mnt" "$dir/stats" 16777216 2000000 $mbps <<'EOF'
-import mmap, os, random, struct, sys, time
+/usr/bin/python3 - "$here" "$mnt" "$dir/stats" 16777216 2000000 $mbps <<'EOF'
+import mmap, os, random, struct, sys
 
-mnt, stats_path = sys.argv[1], sys.argv[2]
-SIZE, ACCESS_NS, MBPS = int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
-KiB, MiB = 1024, 1024 * 1024
+sys.path.insert(0, sys.argv[1])
+from raidtest.common import KiB, MiB, check, fail, run_main, seed
+
+mnt, stats_path = sys.argv[2], sys.argv[3]
+SIZE, ACCESS_NS, MBPS = int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
 # fusedisk: bytes_per_ns = m * 1e6 / 1e9 (doubles, as here); a transfer of
 # len bytes takes (int64_t)(len / bytes_per_ns) ns, truncated.
 BPN = float(MBPS) * 1e6 / 1e9
 NAMES = ("reads", "writes", "rbytes", "wbytes", "seeks", "busy_ns",
          "wait_ns", "flushes")          # fusedisk.c's enum, in order
-start = time.monotonic()
-
-
-class Fail(Exception):
-    pass
-
-
-def check(cond, why):
-    if not cond:
-        raise Fail(why)
 
 
 def xfer(n):
@@ -172,7 +164,7 @@ def pread(off, n):
     head.serve(off, n, False)
     if mv[:n] != model[off:off + n]:
         bad = next(i for i in range(n) if mv[i] != model[off + i])
-        raise Fail("read %d at %d: byte %d is %#x, want %#x%s" % (
+        fail("read %d at %d: byte %d is %#x, want %#x%s" % (
             n, off, off + bad, mv[bad], model[off + bad],
             "" if written[(off + bad) // 4096] else " (never written)"))
 
@@ -200,11 +192,7 @@ def phase(name, fn, want=None):
 
 
 def main():
-    s = os.environ.get("NBDRAID_SEED")
-    s = int(s) if s else random.SystemRandom().randrange(1 << 32)
-    print("test-fusedisk: seed %d (rerun with NBDRAID_SEED=%d)" % (s, s),
-          flush=True)
-    rng = random.Random(s)
+    rng = random.Random(seed("test-fusedisk"))
     blocks = SIZE // 4096
 
     check(all(v == 0 for v in counters().values()),
@@ -321,7 +309,7 @@ def main():
         except OSError as e:
             check(e.errno == 28, "write across the end: %s, want ENOSPC" % e)
         else:
-            raise Fail("write across the end succeeded")
+            fail("write across the end succeeded")
         pread(SIZE - 16 * KiB, 16 * KiB)        # the last bytes unchanged
     check(head.cost(SIZE - 16 * KiB) == ACCESS_NS, "setup: edges must seek")
     phase("edges (EOF, ENOSPC)", edges,
@@ -337,14 +325,9 @@ def main():
         os.close(fd)
         head.d["flushes"] += 1
     phase("close", close, {"flushes": 1})
-    print("PASS (%.1fs)" % (time.monotonic() - start), flush=True)
 
 
-try:
-    main()
-except Fail as e:
-    print("FAIL: %s" % e, flush=True)
-    sys.exit(1)
+run_main(main)
 EOF
 
 # --- 3. umount ends the process and removes its pid file ---------------------
