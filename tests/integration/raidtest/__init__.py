@@ -4,8 +4,10 @@ Run by /usr/bin/python3 (the interpreter that has python3-libnbd).  A test
 puts its own folder on sys.path and imports what it needs from:
 
   common             exit conventions (0 pass, 77 skip, 1 fail), run_main,
-                     the plugin path, the run's seed, temp dirs, sparse
-                     member files, O_DIRECT and io_uring probes
+                     the plugin path, the run's seed, temp dirs, threads
+                     per connection, the io=psync/uring/direct=true
+                     passes, sparse member files, O_DIRECT and io_uring
+                     probes
   geometry           Geometry: an independent model of where md puts every
                      array byte (RAID0, RAID1, RAID10 near/far/offset, RAID5
                      with md's four parity layouts) and the md array size
@@ -15,10 +17,11 @@ puts its own folder on sys.path and imports what it needs from:
                      "either the old value or zero"); pattern() for data
   server             Server: one nbdkit on a unix socket in a private temp
                      dir, --exit-with-parent, signalled only by its pid;
-                     run_expect_failure and NBD client helpers
+                     run_expect_failure; NBD client helpers (aio_send,
+                     aio_result, check_array, ...)
   workload           Workload: random I/O over several connections in
                      disjoint regions, checked against a Model;
-                     random_pass, fill, verify_readback
+                     random_pass, fill, verify_readback, new_array
   members            verify_members / verify_parity: every copy of every
                      array byte in the member files where Geometry says,
                      nothing written outside the map, RAID5 parity

@@ -5,8 +5,11 @@ TestFailure; run_main() reports it).  The plugin comes from
 $NBDRAID_PLUGIN (plugin() skips when it is missing).  The run's random seed
 is printed and $NBDRAID_SEED replays it (seed()); $NBDRAID_ONLY selects
 geometries by label (selected()).  Temp dirs are removed unless
-$NBDRAID_KEEP is set (TempDir).  Also: sparse member files, a file's
+$NBDRAID_KEEP is set (TempDir).  Also: one thread per connection
+(run_threads), a random test's cases and its io=psync / io=uring /
+direct=true passes (run_passes), sparse member files, a file's
 fingerprint, and probes for O_DIRECT and io_uring on this machine.
+The shell tests follow the same conventions through ../functions.sh.
 """
 
 import ctypes

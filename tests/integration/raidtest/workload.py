@@ -3,10 +3,11 @@
 Workload sends random pread/pwrite/flush/trim/zero from several
 connections, each in its own regions so no two requests in flight overlap,
 and checks every read as it completes.  random_pass is the whole pass the
-random tests share (size and flags, concurrent and serial phases, read-back);
-fill and verify_readback write and read the whole array.  For the random
-tests: random_chunk and member_sizes (sizes that are not whole chunks), and
-new_array (sparse members, plugin parameters and an empty Model).
+random tests share (its own nbdkit; size and flags, concurrent and serial
+phases, read-back, clean stop); fill and verify_readback write and read the
+whole array.  For the random tests: random_chunk and member_sizes (sizes
+that are not whole chunks), and new_array (sparse members, plugin
+parameters and an empty Model).
 """
 
 import random
