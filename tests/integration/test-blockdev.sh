@@ -8,6 +8,7 @@
 # Needs root and working loop devices; exits 77 (skipped) otherwise.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source-path=SCRIPTDIR source=functions.sh
 source "$here/functions.sh"
 requires_plugin
 requires_root "for losetup"

@@ -23,6 +23,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source-path=SCRIPTDIR source=functions.sh
 source "$here/functions.sh"
 src=${NBDRAID_SRC:-$(cd "$here/../.." && pwd)}/bench/classic/fusedisk.c
 

@@ -8,6 +8,7 @@
 # thread before the fork.  Skipped (77) without the plugin, strace or
 # ptrace.
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=functions.sh
 source "$(dirname "$0")/functions.sh"
 requires_plugin
 requires_ptrace

@@ -15,6 +15,7 @@ export NBDRAID_SRC=$SRC
 export NBDRAID_PLUGIN=${NBDRAID_PLUGIN:-$SRC/build/plugin/nbdkit-raid-plugin.so}
 export NBDRAID_CLI=${NBDRAID_CLI:-$SRC/build/src/nbdraid}
 
+# shellcheck source-path=SCRIPTDIR source=../integration/functions.sh
 source "$SRC/tests/integration/functions.sh"
 requires_root "tests/vm: loop devices and md in the guest"
 for c in qemu-system-x86_64 mdadm nbd-client mkfs.ext4 nbdkit nbdcopy; do
