@@ -8,40 +8,40 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import nbdraid_test as t  # noqa: E402
-
-KiB = t.KiB
+from raidtest.common import (  # noqa: E402
+    KiB, TempDir, check, file_state, make_members, plugin, run_main)
+from raidtest.server import run_expect_failure  # noqa: E402
 
 
 def expect_error(label, params, want, members, cwd=None, alternatives=()):
     """nbdkit must refuse params: non-zero exit, an error line matching the
     regex want (or one of alternatives), members unchanged."""
-    before = {p: t.file_state(p) for p in members}
-    rc, err = t.run_expect_failure(params, cwd=cwd)
-    t.check(rc != 0, "%s: nbdkit exited 0\n%s" % (label, err))
-    after = {p: t.file_state(p) for p in members}
+    before = {p: file_state(p) for p in members}
+    rc, err = run_expect_failure(params, cwd=cwd)
+    check(rc != 0, "%s: nbdkit exited 0\n%s" % (label, err))
+    after = {p: file_state(p) for p in members}
     for p in members:
-        t.check(before[p] == after[p], "%s: member %s was modified "
-                "(sha256/mtime/size %s -> %s)" % (label, p, before[p],
-                                                  after[p]))
+        check(before[p] == after[p], "%s: member %s was modified "
+              "(sha256/mtime/size %s -> %s)" % (label, p, before[p],
+                                                after[p]))
     if want is None:
         print("ok %-40s exit %d: %s" % (label, rc, err.strip()[:150]))
         return
     pats = [want] + list(alternatives)
     lines = [ln for ln in err.splitlines()
              if any(re.search(w, ln) for w in pats)]
-    t.check(lines, "%s: stderr lacks /%s/:\n%s" % (label, want, err))
-    t.check(any("error" in ln for ln in lines),
-            "%s: the message is not reported as an error: %r" % (label,
-                                                                 lines))
+    check(lines, "%s: stderr lacks /%s/:\n%s" % (label, want, err))
+    check(any("error" in ln for ln in lines),
+          "%s: the message is not reported as an error: %r" % (label,
+                                                               lines))
     print("ok %-40s exit %d: %s" % (label, rc, lines[0].strip()))
 
 
 def main():
-    t.plugin()
-    with t.TempDir() as d:
+    plugin()
+    with TempDir() as d:
         size = 1024 * KiB
-        paths = t.make_members(d, [size] * 4)
+        paths = make_members(d, [size] * 4)
         # Recognisable content: a wiped or rewritten member shows up in the
         # checksum even where the file was sparse.
         for i, p in enumerate(paths):
@@ -159,4 +159,4 @@ def main():
                          params, None, all_files)
 
 
-t.run_main(main)
+run_main(main)

@@ -18,14 +18,19 @@ unaligned requests still read back byte-exact (the O_DIRECT bounce path).
 import os
 import random
 import sys
-import threading
 
 import nbd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import nbdraid_test as t  # noqa: E402
-
-KiB, MiB = t.KiB, t.MiB
+from raidtest.common import (  # noqa: E402
+    KiB, MiB, TempDir, check, make_members, o_direct_works, plugin,
+    run_main, run_threads, seed)
+from raidtest.geometry import Geometry  # noqa: E402
+from raidtest.model import pattern  # noqa: E402
+from raidtest.server import Server  # noqa: E402
+from raidtest.workload import (  # noqa: E402
+    Workload, new_array, verify_readback)
+from raidtest.members import verify_members  # noqa: E402
 
 
 def pow2(x):
@@ -38,12 +43,12 @@ def sizes_of(h):
 
 
 def check_rules(label, mn, pref, mx):
-    t.check(pow2(mn) and mn <= 64 * KiB, "%s: minimum %d" % (label, mn))
-    t.check(pow2(pref) and 512 <= pref <= 32 * MiB and pref >= mn,
-            "%s: preferred %d (minimum %d)" % (label, pref, mn))
-    t.check(mx >= pref and (mx == 0xffffffff or mx % mn == 0),
-            "%s: maximum %d (preferred %d, minimum %d)" % (label, mx, pref,
-                                                           mn))
+    check(pow2(mn) and mn <= 64 * KiB, "%s: minimum %d" % (label, mn))
+    check(pow2(pref) and 512 <= pref <= 32 * MiB and pref >= mn,
+          "%s: preferred %d (minimum %d)" % (label, pref, mn))
+    check(mx >= pref and (mx == 0xffffffff or mx % mn == 0),
+          "%s: maximum %d (preferred %d, minimum %d)" % (label, mx, pref,
+                                                         mn))
 
 
 def expected_preferred(geo):
@@ -56,18 +61,17 @@ def expected_preferred(geo):
 
 
 def advertised(d, geo, extra=(), want_min=(1,)):
-    label = geo.name() + (" " + " ".join(extra) if extra else "")
-    paths = t.make_members(d, geo.sizes)
-    with t.Server(geo.params() + ["member=%s" % p for p in paths] +
-                  list(extra)) as srv:
+    label = geo.label(extra)
+    paths = make_members(d, geo.sizes)
+    with Server(geo.params(paths, extra)) as srv:
         mn, pref, mx = sizes_of(srv.connect())
         srv.stop()
     check_rules(label, mn, pref, mx)
-    t.check(mn in want_min, "%s: minimum %d, want one of %s" % (
+    check(mn in want_min, "%s: minimum %d, want one of %s" % (
         label, mn, want_min))
     exp = expected_preferred(geo)
     if exp is not None:
-        t.check(pref == exp, "%s: preferred %d, want %d" % (label, pref, exp))
+        check(pref == exp, "%s: preferred %d, want %d" % (label, pref, exp))
     print("ok %-52s min %d preferred %d max %d" % (label, mn, pref, mx))
     for p in paths:
         os.unlink(p)
@@ -77,87 +81,75 @@ def interleaved_bytes(srv, model, base, span, conns=4, rounds=3):
     """conns connections write single bytes i*conns+j of [base, base+span)
     at the same time: disjoint bytes, shared sectors."""
     hs = [srv.connect() for _ in range(conns)]
-    errors = []
 
     def worker(j, seed_):
         rng = random.Random(seed_)
-        try:
-            for r in range(rounds):
-                for i in range(j, span, conns):
-                    b = bytes([rng.randrange(1, 256)])
-                    hs[j].pwrite(b, base + i)
-                    model.write(base + i, b)
-        except Exception as e:
-            errors.append("connection %d: %s" % (j, e))
-    threads = [threading.Thread(target=worker, args=(j, random.getrandbits(64)))
-               for j in range(conns)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    t.check(not errors, "; ".join(errors))
+        for r in range(rounds):
+            for i in range(j, span, conns):
+                b = bytes([rng.randrange(1, 256)])
+                hs[j].pwrite(b, base + i)
+                model.write(base + i, b)
+    run_threads(worker, [(random.getrandbits(64),) for _ in range(conns)])
 
 
 def unaligned_direct(rng, d, geo):
     label = geo.name() + " direct=true unaligned"
-    paths = t.make_members(d, geo.sizes)
-    model = t.Model(geo.size)
-    params = geo.params() + ["member=%s" % p for p in paths] + ["direct=true"]
+    paths, params, model = new_array(d, geo, ["direct=true"])
     c = geo.chunk
-    with t.Server(params) as srv:
+    with Server(params) as srv:
         h = srv.connect()
         # Odd writes and reads, and around a chunk boundary.
         for off, n in ((1, 1), (3, 5), (511, 2), (4095, 3), (c - 1, 2),
                        (c - 700, 1400), (2 * c + 17, 3 * c + 1),
                        (geo.size - 1, 1), (geo.size - 513, 513)):
-            data = t.pattern(rng, n)
+            data = pattern(rng, n)
             h.pwrite(data, off)
             model.write(off, data)
             got = h.pread(n, off)
-            t.check(got == data, "%s: read %d+%d after write differs" % (
+            check(got == data, "%s: read %d+%d after write differs" % (
                 label, off, n))
         for off, n in ((0, 7), (5, 4096), (c - 3, 6), (3 * c + 1, c)):
             bad = model.mismatch(off, h.pread(n, off))
-            t.check(bad is None, "%s: read %d+%d: %s" % (label, off, n, bad))
+            check(bad is None, "%s: read %d+%d: %s" % (label, off, n, bad))
         # Neighbouring bytes of one sector from 4 connections at once.
         interleaved_bytes(srv, model, 5 * c - 1024 + 7, 2048)
-        w = t.Workload(srv, model, geo, rng)
+        w = Workload(srv, model, geo, rng)
         w.concurrent_phase(15)
         w.serial_phase(20)
         w.close()
-        t.verify_readback(srv, model, geo, label)
+        verify_readback(srv, model, geo, label)
         srv.stop()
-    t.verify_members(geo, model, paths, label)
+    verify_members(geo, model, paths, label)
     print("ok %s" % label)
 
 
 def main():
-    rng = random.Random(t.seed("test-block-size"))
-    t.plugin()
-    geos = [t.Geometry(0, [MiB] * 4, 64 * KiB),     # full stripe 256K
-            t.Geometry(0, [MiB] * 3, 64 * KiB),     # 192K: not a power of 2
-            t.Geometry(0, [MiB] * 2, 4 * KiB),
-            t.Geometry(0, [MiB], 16 * KiB),
-            t.Geometry(1, [MiB] * 2, 64 * KiB),
-            t.Geometry(10, [MiB] * 3, 64 * KiB, "n2"),
-            t.Geometry(10, [MiB] * 4, 32 * KiB, "f2"),
-            t.Geometry(10, [MiB] * 2, 128 * KiB, "o2"),
-            t.Geometry(0, [16 * MiB] * 2, 16 * MiB),  # 32M stripe
-            t.Geometry(0, [16 * MiB] * 4, 16 * MiB),  # 64M: over NBD's cap
-            t.Geometry(10, [32 * MiB] * 2, 16 * MiB, "f2")]
-    with t.TempDir() as d:
+    rng = random.Random(seed("test-block-size"))
+    plugin()
+    geos = [Geometry(0, [MiB] * 4, 64 * KiB),     # full stripe 256K
+            Geometry(0, [MiB] * 3, 64 * KiB),     # 192K: not a power of 2
+            Geometry(0, [MiB] * 2, 4 * KiB),
+            Geometry(0, [MiB], 16 * KiB),
+            Geometry(1, [MiB] * 2, 64 * KiB),
+            Geometry(10, [MiB] * 3, 64 * KiB, "n2"),
+            Geometry(10, [MiB] * 4, 32 * KiB, "f2"),
+            Geometry(10, [MiB] * 2, 128 * KiB, "o2"),
+            Geometry(0, [16 * MiB] * 2, 16 * MiB),  # 32M stripe
+            Geometry(0, [16 * MiB] * 4, 16 * MiB),  # 64M: over NBD's cap
+            Geometry(10, [32 * MiB] * 2, 16 * MiB, "f2")]
+    with TempDir() as d:
         for geo in geos:
             advertised(d, geo)
-    if not t.o_direct_works("/var/tmp"):
+    if not o_direct_works("/var/tmp"):
         print("direct=true part skipped: O_DIRECT fails in /var/tmp")
         return
-    with t.TempDir(base="/var/tmp") as d:
+    with TempDir(base="/var/tmp") as d:
         for geo in geos[:2] + geos[4:6] + geos[9:10]:
             advertised(d, geo, ["direct=true"], want_min=(512, 4096))
-        unaligned_direct(rng, d, t.Geometry(0, [2 * MiB] * 3, 64 * KiB))
-        unaligned_direct(rng, d, t.Geometry(10, [2 * MiB + 3000] * 3,
-                                            16 * KiB, "f2"))
-        unaligned_direct(rng, d, t.Geometry(1, [MiB, MiB + 4096], 8 * KiB))
+        unaligned_direct(rng, d, Geometry(0, [2 * MiB] * 3, 64 * KiB))
+        unaligned_direct(rng, d, Geometry(10, [2 * MiB + 3000] * 3,
+                                          16 * KiB, "f2"))
+        unaligned_direct(rng, d, Geometry(1, [MiB, MiB + 4096], 8 * KiB))
 
 
-t.run_main(main)
+run_main(main)

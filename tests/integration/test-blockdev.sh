@@ -7,53 +7,41 @@
 # and the backing files' allocated blocks drop.
 # Needs root and working loop devices; exits 77 (skipped) otherwise.
 set -euo pipefail
-
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source-path=SCRIPTDIR source=functions.sh
+source "$here/functions.sh"
+requires_plugin
+requires_root "for losetup"
+requires_program losetup
 
-if [ -z "${NBDRAID_PLUGIN:-}" ] || [ ! -f "$NBDRAID_PLUGIN" ]; then
-    echo "SKIP: plugin not built (NBDRAID_PLUGIN=${NBDRAID_PLUGIN:-})"
-    exit 77
-fi
-if [ "$(id -u)" != 0 ]; then
-    echo "SKIP: needs root for losetup"
-    exit 77
-fi
-if ! command -v losetup >/dev/null; then
-    echo "SKIP: losetup not installed"
-    exit 77
-fi
-
-dir=$(mktemp -d /var/tmp/nbdraid-blk-XXXXXX)
+make_tmpdir nbdraid-blk
+dir=$tmpdir
 loops=()
-cleanup() {
-    for l in "${loops[@]}"; do
-        losetup -d "$l" || :
-    done
-    rm -rf "$dir"
-}
-trap cleanup EXIT
-
 sizes=(8388608 8388608 8585216)     # 8M, 8M, 8M + 192K
 for i in 0 1 2; do
     truncate -s "${sizes[$i]}" "$dir/b$i.img"
     if ! l=$(losetup -f --show "$dir/b$i.img" 2>&1); then
-        echo "SKIP: losetup failed: $l"
-        exit 77
+        skip "losetup failed: $l"
     fi
     loops+=("$l")
+    cleanup_fn losetup -d "$l"
 done
 echo "loop devices: ${loops[*]}"
 
 /usr/bin/python3 - "$here" "$dir" "${loops[@]}" <<'EOF'
-import fcntl, os, random, struct, subprocess, sys
+import fcntl, os, random, struct, sys
 import nbd
 sys.path.insert(0, sys.argv[1])
-import nbdraid_test as t
+from raidtest.common import KiB, check, run_main, seed
+from raidtest.geometry import Geometry
+from raidtest.model import Model
+from raidtest.server import Server, check_array, stop_clean
+from raidtest.workload import Workload, fill, verify_readback
+from raidtest.members import verify_members
 
 folder, loops = sys.argv[2], sys.argv[3:]
 backing = [os.path.join(folder, "b%d.img" % i) for i in range(len(loops))]
 BLKDISCARD, BLKGETSIZE64, BLKFLSBUF = 0x1277, 0x80081272, 0x1261
-KiB, MiB = t.KiB, t.MiB
 
 
 def dev_size(path):
@@ -91,25 +79,23 @@ def blocks():
 
 def run(rng, level, layout, chunk):
     sizes = [dev_size(l) for l in loops]
-    geo = t.Geometry(level, sizes, chunk, layout)
+    geo = Geometry(level, sizes, chunk, layout)
     label = geo.name() + " direct=true"
     for l in loops:
         wipe(l)
-    model = t.Model(geo.size)
-    params = geo.params() + ["member=%s" % l for l in loops] + ["direct=true"]
-    with t.Server(params) as srv:
+    model = Model(geo.size)
+    params = geo.params(loops, ["direct=true"])
+    with Server(params) as srv:
         h = srv.connect()
-        t.check(h.get_size() == geo.size, "%s: size %d != md %d" % (
-            label, h.get_size(), geo.size))
-        t.check_flags(h)
+        check_array(h, geo, label)
         mn = h.get_block_size(nbd.SIZE_MINIMUM)
-        t.check(mn in (1, 512, 4096), "%s: minimum block %d" % (label, mn))
-        w = t.Workload(srv, model, geo, rng)
+        check(mn in (1, 512, 4096), "%s: minimum block %d" % (label, mn))
+        w = Workload(srv, model, geo, rng)
         w.concurrent_phase(20)
         w.serial_phase(30)
 
         # Trim on the devices: fill, then punch whole chunks.
-        t.fill(h, model, geo.size, rng)
+        fill(h, model, geo.size, rng)
         h.flush()
         full = blocks()
         copies = len(geo.copies(0))
@@ -121,27 +107,26 @@ def run(rng, level, layout, chunk):
         model.zero(t1, n1)
         h.flush()
         got = h.pread(n1, t1)
-        t.check(got.count(0) == n1, "%s: zeroed range reads non-zero" % label)
+        check(got.count(0) == n1, "%s: zeroed range reads non-zero" % label)
         freed = (full - blocks()) * 512
-        t.check(freed >= 0.9 * (n0 + n1) * copies,
+        check(freed >= 0.9 * (n0 + n1) * copies,
                 "%s: backing files freed %d bytes, trim+zero punched %d" % (
                     label, freed, (n0 + n1) * copies))
         w.serial_phase(10)
         w.close()
-        t.verify_readback(srv, model, geo, label)
-        rc = srv.stop()
-        t.check(rc == 0, "%s: nbdkit exited %d" % (label, rc))
+        verify_readback(srv, model, geo, label)
+        stop_clean(srv, label)
     flushbufs()
-    t.verify_members(geo, model, loops, label)
+    verify_members(geo, model, loops, label)
     print("ok %s, trim freed %d bytes" % (label, freed), flush=True)
 
 
 def main():
-    rng = random.Random(t.seed("test-blockdev"))
+    rng = random.Random(seed("test-blockdev"))
     run(rng, 0, None, 64 * KiB)
     run(rng, 10, "n2", 32 * KiB)
     run(rng, 10, "f2", 64 * KiB)
 
 
-t.run_main(main)
+run_main(main)
 EOF

@@ -21,9 +21,15 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import nbdraid_test as t  # noqa: E402
+from raidtest.common import (  # noqa: E402
+    KiB, MiB, TempDir, check, file_state, make_members, plugin, run_main,
+    seed)
+from raidtest.geometry import Geometry  # noqa: E402
+from raidtest.model import Model  # noqa: E402
+from raidtest.server import Server, run_expect_failure  # noqa: E402
+from raidtest.workload import Workload, verify_readback  # noqa: E402
+from raidtest.members import verify_members  # noqa: E402
 
-KiB, MiB = t.KiB, t.MiB
 
 CONFIG = """\
 # nbdraid test array: RAID 10, far 2, over three members
@@ -46,60 +52,60 @@ def write_conf(path, text):
 
 
 def refused(label, params, patterns, members):
-    before = [t.file_state(p) for p in members]
-    rc, err = t.run_expect_failure(params, cwd="/")
-    t.check(rc != 0, "%s: nbdkit exited 0" % label)
-    t.check([t.file_state(p) for p in members] == before,
-            "%s: a member was modified" % label)
+    before = [file_state(p) for p in members]
+    rc, err = run_expect_failure(params, cwd="/")
+    check(rc != 0, "%s: nbdkit exited 0" % label)
+    check([file_state(p) for p in members] == before,
+          "%s: a member was modified" % label)
     for pat in patterns:
-        t.check(re.search(pat, err), "%s: stderr lacks /%s/:\n%s" % (
+        check(re.search(pat, err), "%s: stderr lacks /%s/:\n%s" % (
             label, pat, err))
     print("ok %-38s %s" % (label, err.strip().splitlines()[-1][:160]))
 
 
 def main():
-    rng = random.Random(t.seed("test-config-file"))
-    t.plugin()
-    with t.TempDir() as d:
+    rng = random.Random(seed("test-config-file"))
+    plugin()
+    with TempDir() as d:
         confdir = os.path.join(d, "conf")
         memdir = os.path.join(d, "conf", "members")
         os.makedirs(os.path.join(memdir, "sub"))
         sizes = [2 * MiB + 100, 2 * MiB + 100, 2 * MiB + 40 * KiB]
-        paths = t.make_members(memdir, sizes)
+        paths = make_members(memdir, sizes)
         conf = write_conf(os.path.join(confdir, "raid.conf"), CONFIG)
-        geo = t.Geometry(10, sizes, 32 * KiB, "f2")
-        model = t.Model(geo.size)
+        geo = Geometry(10, sizes, 32 * KiB, "f2")
+        model = Model(geo.size)
         cmdline = ["level=10", "layout=f2", "chunk=32K"] + \
             ["member=%s" % p for p in paths]
 
         # 1. from the file, nbdkit's cwd elsewhere
-        with t.Server(["config=%s" % conf], cwd="/") as srv:
+        with Server(["config=%s" % conf], cwd="/") as srv:
             h = srv.connect()
-            t.check(h.get_size() == geo.size, "config array size %d != %d" % (
+            check(h.get_size() == geo.size, "config array size %d != %d" % (
                 h.get_size(), geo.size))
-            w = t.Workload(srv, model, geo, rng, conns=3)
+            w = Workload(srv, model, geo, rng, conns=3)
             w.concurrent_phase(15)
             w.serial_phase(20)
             w.close()
-            t.verify_readback(srv, model, geo, "config file")
+            verify_readback(srv, model, geo, "config file")
             srv.stop()
-        t.verify_members(geo, model, paths, "config file")
+        verify_members(geo, model, paths, "config file")
         print("ok config-file array: I/O and member layout")
 
         # 2. the same array from the command line
-        with t.Server(cmdline, cwd="/") as srv:
-            t.verify_readback(srv, model, geo, "command line")
-            w = t.Workload(srv, model, geo, rng, conns=2)
+        with Server(cmdline, cwd="/") as srv:
+            verify_readback(srv, model, geo, "command line")
+            w = Workload(srv, model, geo, rng, conns=2)
             w.serial_phase(20)
             w.close()
             srv.stop()
         print("ok command-line array serves the same bytes")
 
         # 3. and back
-        with t.Server(["config=%s" % conf], cwd="/") as srv:
-            t.verify_readback(srv, model, geo, "config file again")
+        with Server(["config=%s" % conf], cwd="/") as srv:
+            verify_readback(srv, model, geo, "config file again")
             srv.stop()
-        t.verify_members(geo, model, paths, "after both")
+        verify_members(geo, model, paths, "after both")
         print("ok config-file array serves the command line's writes")
 
         # 4. conflicts
@@ -126,4 +132,4 @@ def main():
                 [E("unknown parameter 'colour'")], paths)
 
 
-t.run_main(main)
+run_main(main)

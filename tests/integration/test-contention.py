@@ -15,7 +15,7 @@ picked by the seed), chunk 4K..64K, members of about 1 MiB, one larger:
       then), give or take a few unaligned bytes; every read during the
       fight and the read-back after it must return, per byte, a value some
       request could have left there given which requests were answered
-      before others were sent (nbdraid_test.Contention); bytes outside the
+      before others were sent (raidtest.contention); bytes outside the
       region must read as before;
   (c) nbdkit stops; in the member files every copy of every byte of the
       region must be such a value, and equal to the read-back or (when the
@@ -45,10 +45,18 @@ import time
 import nbd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import nbdraid_test as t  # noqa: E402
+from raidtest import workload  # noqa: E402
+from raidtest.common import (  # noqa: E402
+    MiB, check, fail, plugin, run_main, run_passes, seed, selected)
+from raidtest.geometry import Geometry  # noqa: E402
+from raidtest.model import pattern  # noqa: E402
+from raidtest.server import Server, max_request, stop_clean  # noqa: E402
+from raidtest.workload import (  # noqa: E402
+    Workload, fill, format_counts, new_array, random_chunk,
+    verify_readback)
+from raidtest.members import verify_members  # noqa: E402
+from raidtest.contention import Contention  # noqa: E402
 
-KiB = t.KiB
-MiB = t.MiB
 
 THREE_COPIES = [("n3", 3), ("n3", 4), ("f3", 3), ("o3", 3)]
 
@@ -63,7 +71,7 @@ def geometries(rng):
 
 
 def member_sizes(rng, n, chunk):
-    return t.member_sizes(rng, n, chunk, MiB // 2, 5 * MiB // 4)
+    return workload.member_sizes(rng, n, chunk, MiB // 2, 5 * MiB // 4)
 
 
 def row_chunks(geo):
@@ -101,14 +109,14 @@ def rewrite(srv, model, rng, lo, hi, conns=3):
     """Write random data over all of [lo, hi): pieces no two of which
     overlap, several connections at once."""
     hs = [srv.connect() for _ in range(conns)]
-    mx = t.max_request(hs[0])
+    mx = max_request(hs[0])
     cuts = set(rng.sample(range(lo + 1, hi), min(hi - lo - 1,
                                                  rng.randint(3, 12))))
     cuts.update(range(lo + mx, hi, mx))   # no piece larger than allowed
     bounds = [lo] + sorted(cuts) + [hi]
     pend = []
     for i, (a, b) in enumerate(zip(bounds, bounds[1:])):
-        data = t.pattern(rng, b - a)
+        data = pattern(rng, b - a)
         h = hs[i % conns]
         pend.append((h, h.aio_pwrite(nbd.Buffer.from_bytearray(data), a)))
         model.write(a, data)
@@ -129,32 +137,30 @@ class Stats:
 
 def run_geometry(rng, folder, level, layout, n, stats, extra=(), chunk=None,
                  fight=60):
-    chunk = chunk or rng.choice([4, 8, 16, 32, 64]) * KiB
-    geo = t.Geometry(level, member_sizes(rng, n, chunk), chunk, layout)
-    label = geo.name() + (" " + " ".join(extra) if extra else "")
-    if not t.selected(label):
+    chunk = chunk or random_chunk(rng)
+    geo = Geometry(level, member_sizes(rng, n, chunk), chunk, layout)
+    label = geo.label(extra)
+    if not selected(label):
         return
     strict = os.environ.get("NBDRAID_COPIES") == "strict"
     start = time.monotonic()
-    paths = t.make_members(folder, geo.sizes)
-    params = geo.params() + ["member=%s" % p for p in paths] + list(extra)
-    model = t.Model(geo.size)
+    paths, params, model = new_array(folder, geo, extra)
     lo, hi, k0, nk = contention_region(rng, geo)
     where = "chunks %d-%d [%d, %d)" % (k0, k0 + nk - 1, lo, hi)
 
     # (a) random data everywhere, some of the region trimmed; (b) the fight
-    with t.Server(params) as srv:
+    with Server(params) as srv:
         h = srv.connect()
-        t.check(h.get_size() == geo.size, "%s: get_size() %d, md says %d" % (
+        check(h.get_size() == geo.size, "%s: get_size() %d, md says %d" % (
             label, h.get_size(), geo.size))
-        t.fill(h, model, geo.size, rng)
+        fill(h, model, geo.size, rng)
         pre_trims(rng, h, model, lo, hi)
         h.flush()
         srv.close_handles()
-        c = t.Contention(srv, model, geo, rng, lo, hi)
+        c = Contention(srv, model, geo, rng, lo, hi)
         c.run(fight)
         c.adopt("%s %s" % (label, where))
-        t.stop_clean(srv, label)
+        stop_clean(srv, label)
 
     # (c) the copies in the member files
     div = c.check_copies(paths, "%s %s" % (label, where))
@@ -162,56 +168,47 @@ def run_geometry(rng, folder, level, layout, n, stats, extra=(), chunk=None,
     if len(geo.copies(0)) > 1:
         stats.mirrors += 1
     if div is None:
-        t.verify_members(geo, model, paths, label + " after contention")
+        verify_members(geo, model, paths, label + " after contention")
     else:
         msg = "%s, contention on %s: copies diverge: %s" % (label, where, div)
         stats.diverged.append(label)
         for k, v in c.races.items():
             stats.races[k] = stats.races.get(k, 0) + v
         if strict:
-            t.fail(msg + " ($NBDRAID_COPIES=strict)")
+            fail(msg + " ($NBDRAID_COPIES=strict)")
         print("NOTE: %s; rewriting the region" % msg, flush=True)
 
     # (d) rewrite if needed, a little more, read back, members
-    with t.Server(params) as srv:
+    with Server(params) as srv:
         if div is not None:
             rewrite(srv, model, rng, lo, hi)
             srv.close_handles()
-        w = t.Workload(srv, model, geo, rng)
+        w = Workload(srv, model, geo, rng)
         w.concurrent_phase(5)
         w.close()
-        t.verify_readback(srv, model, geo, label + " after contention")
-        t.stop_clean(srv, label)
-    t.verify_members(geo, model, paths, label + " at the end")
+        verify_readback(srv, model, geo, label + " after contention")
+        stop_clean(srv, label)
+    verify_members(geo, model, paths, label + " at the end")
     for p in paths:
         os.unlink(p)
     print("ok %-58s %5.2fs fight on %s: %s%s" % (
         label, time.monotonic() - start, where,
-        " ".join("%s=%d" % kv for kv in sorted(c.counts.items())),
+        format_counts(c.counts),
         " (copies diverged, rewritten)" if div else ""), flush=True)
 
 
 def main():
-    rng = random.Random(t.seed("test-contention"))
-    t.plugin()
+    rng = random.Random(seed("test-contention"))
+    plugin()
     stats = Stats()
-    with t.TempDir() as d:
-        for level, layout, n in geometries(rng):
-            run_geometry(rng, d, level, layout, n, stats)
-        run_geometry(rng, d, 1, None, 2, stats, extra=["io=psync"])
-        run_geometry(rng, d, 10, "f2", 3, stats, extra=["io=psync"])
-        if t.io_uring_works():
-            run_geometry(rng, d, 10, "n2", 3, stats, extra=["io=uring"])
-            run_geometry(rng, d, 1, None, 3, stats, extra=["io=uring"])
-        else:
-            print("io=uring pass skipped: io_uring_setup fails here")
-    if t.o_direct_works("/var/tmp"):
-        with t.TempDir(base="/var/tmp") as d:
-            run_geometry(rng, d, 1, None, 2, stats, extra=["direct=true"])
-            run_geometry(rng, d, 10, "o2", 3, stats, extra=["direct=true"])
-            run_geometry(rng, d, 0, None, 3, stats, extra=["direct=true"])
-    else:
-        print("direct=true pass skipped: O_DIRECT fails in /var/tmp")
+
+    def run(folder, level, layout, n, extra=()):
+        run_geometry(rng, folder, level, layout, n, stats, extra=extra)
+
+    run_passes(run, geometries(rng),
+               psync=[(1, None, 2), (10, "f2", 3)],
+               uring=[(10, "n2", 3), (1, None, 3)],
+               direct=[(1, None, 2), (10, "o2", 3), (0, None, 3)])
     print("%d geometries, %d mirrored; copies diverged after the fight in "
           "%d%s" % (stats.runs, stats.mirrors, len(stats.diverged),
                     ": " + "; ".join(stats.diverged) if stats.diverged
@@ -221,4 +218,4 @@ def main():
             "%s %d" % kv for kv in sorted(stats.races.items())), flush=True)
 
 
-t.run_main(main)
+run_main(main)

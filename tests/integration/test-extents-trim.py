@@ -24,9 +24,12 @@ import sys
 import nbd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import nbdraid_test as t  # noqa: E402
-
-KiB, MiB = t.KiB, t.MiB
+from raidtest.common import (  # noqa: E402
+    KiB, MiB, TempDir, check, plugin, run_main, seed)
+from raidtest.geometry import Geometry  # noqa: E402
+from raidtest.server import Server, nbd_errno  # noqa: E402
+from raidtest.workload import fill, new_array, verify_readback  # noqa: E402
+from raidtest.members import verify_members  # noqa: E402
 
 
 def extents(h, offset, length):
@@ -42,14 +45,14 @@ def extents(h, offset, length):
                 got.append((off, list(entries)))
             return 0
         h.block_status(end - pos, pos, cb)
-        t.check(got, "block_status at %d returned no base:allocation" % pos)
+        check(got, "block_status at %d returned no base:allocation" % pos)
         off, entries = got[0]
-        t.check(off == pos, "block_status answered for %d, asked %d" % (
+        check(off == pos, "block_status answered for %d, asked %d" % (
             off, pos))
-        t.check(entries, "block_status at %d: no extents" % pos)
+        check(entries, "block_status at %d: no extents" % pos)
         for i in range(0, len(entries), 2):
             n, flags = entries[i], entries[i + 1]
-            t.check(n > 0, "zero-length extent at %d" % pos)
+            check(n > 0, "zero-length extent at %d" % pos)
             n = min(n, end - pos)
             out.append((pos, n, flags))
             pos += n
@@ -61,7 +64,7 @@ def extents(h, offset, length):
 def assert_state(h, offset, length, hole, what):
     for off, n, flags in extents(h, offset, length):
         is_hole = bool(flags & nbd.STATE_HOLE)
-        t.check(is_hole == hole, "%s: extent %d+%d has flags 0x%x, want %s" % (
+        check(is_hole == hole, "%s: extent %d+%d has flags 0x%x, want %s" % (
             what, off, n, flags, "a hole" if hole else "data"))
 
 
@@ -71,7 +74,7 @@ def punch(path, offset, length):
     fd = os.open(path, os.O_RDWR)
     try:
         r = libc.fallocate(fd, 3, ctypes.c_long(offset), ctypes.c_long(length))
-        t.check(r == 0, "fallocate(PUNCH_HOLE) %s: errno %d" % (
+        check(r == 0, "fallocate(PUNCH_HOLE) %s: errno %d" % (
             path, ctypes.get_errno()))
     finally:
         os.close(fd)
@@ -84,21 +87,19 @@ def blocks(paths):
 def run(rng, d, geo):
     label = geo.name()
     c = geo.chunk
-    paths = t.make_members(d, geo.sizes)
-    params = geo.params() + ["member=%s" % p for p in paths]
+    paths, params, model = new_array(d, geo)
     copies = len(geo.copies(0))
-    model = t.Model(geo.size)
-    with t.Server(params) as srv:
+    with Server(params) as srv:
         h = srv.connect(meta_base=True)
-        t.check(h.can_meta_context(nbd.CONTEXT_BASE_ALLOCATION),
-                "%s: base:allocation not offered" % label)
+        check(h.can_meta_context(nbd.CONTEXT_BASE_ALLOCATION),
+              "%s: base:allocation not offered" % label)
         assert_state(h, 0, geo.size, True, label + " fresh array")
 
-        t.fill(h, model, geo.size, rng)
+        fill(h, model, geo.size, rng)
         h.flush()
         full = blocks(paths)
-        t.check(full * 512 >= geo.size * copies,
-                "%s: members allocate %d bytes for %d bytes x %d copies" % (
+        check(full * 512 >= geo.size * copies,
+              "%s: members allocate %d bytes for %d bytes x %d copies" % (
                     label, full * 512, geo.size, copies))
         assert_state(h, 0, geo.size, False, label + " written array")
 
@@ -117,8 +118,8 @@ def run(rng, d, geo):
                 try:
                     h.zero(n, off, flags=nbd.CMD_FLAG_FAST_ZERO)
                 except nbd.Error as e:
-                    t.check(t.nbd_errno(e) == errno.ENOTSUP,
-                            "%s: fast zero: %s" % (label, e))
+                    check(nbd_errno(e) == errno.ENOTSUP,
+                          "%s: fast zero: %s" % (label, e))
                     print("   fast zero refused (ENOTSUP), trimming")
                     h.trim(n, off)
             else:
@@ -131,16 +132,16 @@ def run(rng, d, geo):
             assert_state(h, off, n, True, "%s %s chunks %d..%d" % (
                 label, op, first, first + count - 1))
             got = h.pread(n, off)
-            t.check(got.count(0) == n, "%s: %s chunks %d..%d do not read "
-                    "as zero" % (label, op, first, first + count - 1))
+            check(got.count(0) == n, "%s: %s chunks %d..%d do not read "
+                  "as zero" % (label, op, first, first + count - 1))
         for first, count in ((0, 1), (4, 3), (8, 2), (12, 1), (18, 2)):
             assert_state(h, first * c, count * c, False,
                          "%s untouched chunks %d..%d" % (
                              label, first, first + count - 1))
         after = blocks(paths)
         freed = (full - after) * 512
-        t.check(freed >= punched * 0.9,
-                "%s: st_blocks dropped by %d bytes, punched %d" % (
+        check(freed >= punched * 0.9,
+              "%s: st_blocks dropped by %d bytes, punched %d" % (
                     label, freed, punched))
 
         if copies > 1:
@@ -160,20 +161,20 @@ def run(rng, d, geo):
         off2 = 23 * c + 5
         h.trim(2 * c, off2)
         model.trim(off2, 2 * c)
-        t.verify_readback(srv, model, geo, label)
+        verify_readback(srv, model, geo, label)
         print("ok %-45s freed %d of %d punched bytes" % (label, freed,
                                                          punched))
         srv.stop()
-    t.verify_members(geo, model, paths, label)
+    verify_members(geo, model, paths, label)
     for p in paths:
         os.unlink(p)
 
 
 def main():
-    rng = random.Random(t.seed("test-extents-trim"))
-    t.plugin()
+    rng = random.Random(seed("test-extents-trim"))
+    plugin()
     size = 2 * MiB + 64 * KiB
-    with t.TempDir() as d:
+    with TempDir() as d:
         for level, layout, n, chunk in ((0, None, 3, 64 * KiB),
                                         (0, None, 2, 16 * KiB),
                                         (1, None, 2, 64 * KiB),
@@ -182,7 +183,7 @@ def main():
                                         (10, "o2", 3, 64 * KiB)):
             sizes = [size] * n
             sizes[-1] += 3 * chunk
-            run(rng, d, t.Geometry(level, sizes, chunk, layout))
+            run(rng, d, Geometry(level, sizes, chunk, layout))
 
 
-t.run_main(main)
+run_main(main)

@@ -21,9 +21,13 @@ import sys
 import nbd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import nbdraid_test as t  # noqa: E402
-
-KiB, MiB = t.KiB, t.MiB
+from raidtest.common import (  # noqa: E402
+    KiB, MiB, TempDir, o_direct_works, plugin, run_main, seed)
+from raidtest.geometry import Geometry  # noqa: E402
+from raidtest.model import pattern  # noqa: E402
+from raidtest.server import Server  # noqa: E402
+from raidtest.workload import new_array  # noqa: E402
+from raidtest.members import verify_members  # noqa: E402
 
 
 def writes(rng, geo, count):
@@ -39,25 +43,23 @@ def writes(rng, geo, count):
 
 def crash_case(rng, d, geo, mode, extra):
     label = "%s %s %s" % (geo.name(), mode, " ".join(extra))
-    paths = t.make_members(d, geo.sizes)
-    params = geo.params() + ["member=%s" % p for p in paths] + list(extra)
-    model = t.Model(geo.size)
-    with t.Server(params) as srv:
+    paths, params, model = new_array(d, geo, extra)
+    with Server(params) as srv:
         h = srv.connect()
         if mode in ("zero-fua", "trim-flush"):
             # Lay down data first and make it durable, then the tested op.
             for off, n in writes(rng, geo, 3) + [(0, geo.size)]:
-                data = t.pattern(rng, n)
+                data = pattern(rng, n)
                 h.pwrite(data, off)
                 model.write(off, data)
             h.flush()
         for off, n in writes(rng, geo, 6):
             if mode == "write-fua":
-                data = t.pattern(rng, n)
+                data = pattern(rng, n)
                 h.pwrite(data, off, flags=nbd.CMD_FLAG_FUA)
                 model.write(off, data)
             elif mode == "write-flush":
-                data = t.pattern(rng, n)
+                data = pattern(rng, n)
                 h.pwrite(data, off)
                 model.write(off, data)
             elif mode == "zero-fua":
@@ -69,27 +71,27 @@ def crash_case(rng, d, geo, mode, extra):
         if mode in ("write-flush", "trim-flush"):
             h.flush()
         srv.kill9()
-    t.verify_members(geo, model, paths, label)
+    verify_members(geo, model, paths, label)
     for p in paths:
         os.unlink(p)
     print("ok %s" % label, flush=True)
 
 
 def main():
-    rng = random.Random(t.seed("test-fua-kill"))
-    t.plugin()
-    geos = [t.Geometry(0, [MiB + 5000, MiB + 70000], 16 * KiB),
-            t.Geometry(1, [MiB, MiB + 4096], 64 * KiB),
-            t.Geometry(10, [MiB] * 3, 32 * KiB, "n2"),
-            t.Geometry(10, [MiB + 12345] * 3, 8 * KiB, "f2"),
-            t.Geometry(10, [MiB] * 2, 64 * KiB, "o2")]
+    rng = random.Random(seed("test-fua-kill"))
+    plugin()
+    geos = [Geometry(0, [MiB + 5000, MiB + 70000], 16 * KiB),
+            Geometry(1, [MiB, MiB + 4096], 64 * KiB),
+            Geometry(10, [MiB] * 3, 32 * KiB, "n2"),
+            Geometry(10, [MiB + 12345] * 3, 8 * KiB, "f2"),
+            Geometry(10, [MiB] * 2, 64 * KiB, "o2")]
     modes = ["write-fua", "write-flush", "zero-fua", "trim-flush"]
-    with t.TempDir() as d:
+    with TempDir() as d:
         for geo in geos:
             for mode in modes:
                 crash_case(rng, d, geo, mode, [])
-    if t.o_direct_works("/var/tmp"):
-        with t.TempDir(base="/var/tmp") as d:
+    if o_direct_works("/var/tmp"):
+        with TempDir(base="/var/tmp") as d:
             for geo in geos[::2]:
                 for mode in modes[:2]:
                     crash_case(rng, d, geo, mode, ["direct=true"])
@@ -97,4 +99,4 @@ def main():
         print("direct=true cases skipped: O_DIRECT fails in /var/tmp")
 
 
-t.run_main(main)
+run_main(main)

@@ -22,9 +22,12 @@ import time
 import nbd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import nbdraid_test as t  # noqa: E402
+from raidtest.common import (  # noqa: E402
+    KiB, MiB, TempDir, check, make_members, plugin, run_main, seed, skip)
+from raidtest.geometry import Geometry  # noqa: E402
+from raidtest.model import pattern  # noqa: E402
+from raidtest.server import Server  # noqa: E402
 
-KiB, MiB = t.KiB, t.MiB
 O_DSYNC, O_SYNC = 0o10000, 0o4010000
 SYNCS = ("fsync", "fdatasync", "sync_file_range", "sync_file_range2")
 LINE = re.compile(r"^(?:\[pid\s+)?\d*\]?\s*(\w+)\((\d+)")
@@ -64,13 +67,13 @@ class Strace:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                t.skip("strace cannot attach: %s" %
-                       self.proc.stderr.read().decode(errors="replace"))
+                skip("strace cannot attach: %s" %
+                     self.proc.stderr.read().decode(errors="replace"))
             if self.attached():
                 return self
             time.sleep(0.02)
         self.proc.kill()
-        t.skip("strace did not attach within 10s")
+        skip("strace did not attach within 10s")
 
     def attached(self):
         for task in os.listdir("/proc/%d/task" % self.pid):
@@ -163,39 +166,38 @@ def discard_fua(d, rng, geo):
 
 
 def main():
-    rng = random.Random(t.seed("test-fua-syncs"))
-    t.plugin()
+    rng = random.Random(seed("test-fua-syncs"))
+    plugin()
     if shutil.which("strace") is None:
-        t.skip("strace not installed")
-    with t.TempDir() as d:
-        geo = t.Geometry(10, [2 * MiB] * 4, 64 * KiB, "n2")
-        paths = t.make_members(d, geo.sizes)
-        params = geo.params() + ["member=%s" % p for p in paths] + \
-            ["io=psync"]
-        with t.Server(params) as srv:
+        skip("strace not installed")
+    with TempDir() as d:
+        geo = Geometry(10, [2 * MiB] * 4, 64 * KiB, "n2")
+        paths = make_members(d, geo.sizes)
+        params = geo.params(paths, ["io=psync"])
+        with Server(params) as srv:
             h = srv.connect()
             h.pwrite(b"warm", 0)
             h.flush()
             fds, dsync = member_fds(srv.proc.pid, paths)
-            t.check(sorted(fds.values()) == list(range(geo.n)),
-                    "member fds not found in /proc: %s" % fds)
+            check(sorted(fds.values()) == list(range(geo.n)),
+                  "member fds not found in /proc: %s" % fds)
             # A FUA write over 3 chunks: 6 copies on all 4 members.
             off, n = 64 * KiB - 100, 2 * 64 * KiB + 200
             with Strace(srv.proc.pid, os.path.join(d, "fua.log")) as st:
-                h.pwrite(t.pattern(rng, n), off, flags=nbd.CMD_FLAG_FUA)
+                h.pwrite(pattern(rng, n), off, flags=nbd.CMD_FLAG_FUA)
             res = summarise(st.calls(), fds)
             written = [m for m, (w, s) in res.items() if w]
-            t.check(len(written) == geo.n, "FUA write: expected writes on "
-                    "all %d members, strace saw %s" % (geo.n, res))
+            check(len(written) == geo.n, "FUA write: expected writes on "
+                  "all %d members, strace saw %s" % (geo.n, res))
             for m in written:
                 ok = res[m][1] or any(fds[fd] == m for fd in dsync)
-                t.check(ok, "FUA write: member %d written but not synced "
-                        "before the reply; strace:\n%s" % (m, "\n".join(
+                check(ok, "FUA write: member %d written but not synced "
+                      "before the reply; strace:\n%s" % (m, "\n".join(
                             ln for _, _, ln in st.calls())))
             print("ok FUA write syncs every member it wrote: %s" % res)
 
             with Strace(srv.proc.pid, os.path.join(d, "plain.log")) as st:
-                h.pwrite(t.pattern(rng, n), off + 5 * 64 * KiB)
+                h.pwrite(pattern(rng, n), off + 5 * 64 * KiB)
             plain = summarise(st.calls(), fds)
             print("   a plain write: %s" % plain)
             with Strace(srv.proc.pid, os.path.join(d, "flush.log")) as st:
@@ -204,9 +206,9 @@ def main():
             for m, (w, s) in plain.items():
                 if w and not (any(fds[fd] == m for fd in dsync) or
                               plain[m][1]):
-                    t.check(res.get(m, (False, False))[1],
-                            "flush: member %d has unsynced writes but got "
-                            "no fsync/fdatasync; strace:\n%s" % (
+                    check(res.get(m, (False, False))[1],
+                          "flush: member %d has unsynced writes but got "
+                          "no fsync/fdatasync; strace:\n%s" % (
                                 m, "\n".join(ln for _, _, ln in st.calls())))
             print("ok flush syncs the members written since: %s" % res)
             srv.stop()
@@ -217,4 +219,4 @@ def main():
             discard_fua(d, rng, geo)
 
 
-t.run_main(main)
+run_main(main)

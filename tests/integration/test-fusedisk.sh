@@ -23,48 +23,36 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source-path=SCRIPTDIR source=functions.sh
+source "$here/functions.sh"
 src=${NBDRAID_SRC:-$(cd "$here/../.." && pwd)}/bench/classic/fusedisk.c
 
-if [ "$(id -u)" != 0 ]; then
-    echo "SKIP: needs root (fusedisk calls mount(2))"
-    exit 77
-fi
+requires_root "fusedisk calls mount(2)"
 if [ ! -c /dev/fuse ] || ! : 2>/dev/null </dev/fuse; then
-    echo "SKIP: /dev/fuse missing or not openable"
-    exit 77
+    skip "/dev/fuse missing or not openable"
 fi
-if ! command -v cc >/dev/null; then
-    echo "SKIP: no C compiler (cc)"
-    exit 77
-fi
+command -v cc >/dev/null || skip "no C compiler (cc)"
 if ! echo '#include <linux/fuse.h>' | cc -E -x c - >/dev/null 2>&1; then
-    echo "SKIP: linux/fuse.h missing (linux-libc-dev)"
-    exit 77
+    skip "linux/fuse.h missing (linux-libc-dev)"
 fi
-if [ ! -x /usr/bin/python3 ]; then
-    echo "SKIP: /usr/bin/python3 missing"
-    exit 77
-fi
+[ -x /usr/bin/python3 ] || skip "/usr/bin/python3 missing"
 
-dir=$(mktemp -d /var/tmp/nbdraid-fusedisk-test.XXXXXX)
+make_tmpdir nbdraid-fusedisk-test
+dir=$tmpdir
 bin=$dir/fusedisk
 mnt=$dir/mnt
 mnt2=$dir/mnt2
-pid= shell= pid2=
+pid='' shell='' pid2=''
 
 mounted() {
     awk -v m="$1" '$5 == m { found = 1 } END { exit !found }' /proc/self/mountinfo
-}
-# Alive and not a zombie.
-alive() {
-    local st
-    [ -n "$1" ] && st=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) &&
-        [ "$st" != Z ]
 }
 # Our fusedisk: the pid still runs the binary this test built.
 ours() {
     alive "$1" && [ "$(readlink "/proc/$1/exe" 2>/dev/null)" = "$bin" ]
 }
+# Stop our fusedisks and unmount their mount points (before make_tmpdir's
+# cleanup removes the folder).
 cleanup() {
     local p m
     [ -n "$shell" ] && kill -9 "$shell" 2>/dev/null || :
@@ -82,20 +70,8 @@ cleanup() {
             kill -9 "$p" || :
         fi
     done
-    if ! mounted "$mnt" && ! mounted "$mnt2"; then
-        rm -rf --one-file-system "$dir"
-    fi
 }
-trap cleanup EXIT
-
-# Wait up to $2 tenths of a second for command $1... to succeed.
-waitfor() {
-    local n=$1
-    shift
-    for _ in $(seq "$n"); do "$@" && return 0; sleep 0.1; done
-    "$@"
-}
-gone() { ! alive "$1"; }
+cleanup_fn cleanup
 unmounted() { ! mounted "$1"; }
 
 echo "building $src"
@@ -106,36 +82,25 @@ mkdir "$mnt"
 "$bin" --size $size --access $access --mbps $mbps --stats "$dir/stats" \
     --pidfile "$dir/pid" --exit-with-parent "$mnt" &
 pid=$!
-if ! waitfor 50 test -s "$dir/pid"; then
-    echo "FAIL: fusedisk wrote no pid file within 5 s"
-    exit 1
-fi
-[ "$(cat "$dir/pid")" = "$pid" ] || { echo "FAIL: pid file says $(cat "$dir/pid"), pid is $pid"; exit 1; }
-mounted "$mnt" || { echo "FAIL: pid file written but $mnt not mounted"; exit 1; }
-[ "$(stat -c %s "$mnt/disk")" = 16777216 ] || { echo "FAIL: $mnt/disk is not 16M"; exit 1; }
+waitfor 50 test -s "$dir/pid" || fail "fusedisk wrote no pid file within 5 s"
+[ "$(cat "$dir/pid")" = "$pid" ] || fail "pid file says $(cat "$dir/pid"), pid is $pid"
+mounted "$mnt" || fail "pid file written but $mnt not mounted"
+[ "$(stat -c %s "$mnt/disk")" = 16777216 ] || fail "$mnt/disk is not 16M"
 echo "mounted $mnt (pid $pid)"
 
-/usr/bin/python3 - "$mnt" "$dir/stats" 16777216 2000000 $mbps <<'EOF'
-import mmap, os, random, struct, sys, time
+/usr/bin/python3 - "$here" "$mnt" "$dir/stats" 16777216 2000000 $mbps <<'EOF'
+import mmap, os, random, struct, sys
 
-mnt, stats_path = sys.argv[1], sys.argv[2]
-SIZE, ACCESS_NS, MBPS = int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
-KiB, MiB = 1024, 1024 * 1024
+sys.path.insert(0, sys.argv[1])
+from raidtest.common import KiB, MiB, check, fail, run_main, seed
+
+mnt, stats_path = sys.argv[2], sys.argv[3]
+SIZE, ACCESS_NS, MBPS = int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
 # fusedisk: bytes_per_ns = m * 1e6 / 1e9 (doubles, as here); a transfer of
 # len bytes takes (int64_t)(len / bytes_per_ns) ns, truncated.
 BPN = float(MBPS) * 1e6 / 1e9
 NAMES = ("reads", "writes", "rbytes", "wbytes", "seeks", "busy_ns",
          "wait_ns", "flushes")          # fusedisk.c's enum, in order
-start = time.monotonic()
-
-
-class Fail(Exception):
-    pass
-
-
-def check(cond, why):
-    if not cond:
-        raise Fail(why)
 
 
 def xfer(n):
@@ -200,7 +165,7 @@ def pread(off, n):
     head.serve(off, n, False)
     if mv[:n] != model[off:off + n]:
         bad = next(i for i in range(n) if mv[i] != model[off + i])
-        raise Fail("read %d at %d: byte %d is %#x, want %#x%s" % (
+        fail("read %d at %d: byte %d is %#x, want %#x%s" % (
             n, off, off + bad, mv[bad], model[off + bad],
             "" if written[(off + bad) // 4096] else " (never written)"))
 
@@ -228,11 +193,7 @@ def phase(name, fn, want=None):
 
 
 def main():
-    s = os.environ.get("NBDRAID_SEED")
-    s = int(s) if s else random.SystemRandom().randrange(1 << 32)
-    print("test-fusedisk: seed %d (rerun with NBDRAID_SEED=%d)" % (s, s),
-          flush=True)
-    rng = random.Random(s)
+    rng = random.Random(seed("test-fusedisk"))
     blocks = SIZE // 4096
 
     check(all(v == 0 for v in counters().values()),
@@ -349,7 +310,7 @@ def main():
         except OSError as e:
             check(e.errno == 28, "write across the end: %s, want ENOSPC" % e)
         else:
-            raise Fail("write across the end succeeded")
+            fail("write across the end succeeded")
         pread(SIZE - 16 * KiB, 16 * KiB)        # the last bytes unchanged
     check(head.cost(SIZE - 16 * KiB) == ACCESS_NS, "setup: edges must seek")
     phase("edges (EOF, ENOSPC)", edges,
@@ -365,27 +326,19 @@ def main():
         os.close(fd)
         head.d["flushes"] += 1
     phase("close", close, {"flushes": 1})
-    print("PASS (%.1fs)" % (time.monotonic() - start), flush=True)
 
 
-try:
-    main()
-except Fail as e:
-    print("FAIL: %s" % e, flush=True)
-    sys.exit(1)
+run_main(main)
 EOF
 
 # --- 3. umount ends the process and removes its pid file ---------------------
 umount "$mnt"
-if ! waitfor 50 gone "$pid"; then
-    echo "FAIL: fusedisk (pid $pid) still running 5 s after umount"
-    exit 1
-fi
+waitfor 50 gone "$pid" || fail "fusedisk (pid $pid) still running 5 s after umount"
 rc=0
 wait "$pid" || rc=$?
 pid=
-[ "$rc" = 0 ] || { echo "FAIL: fusedisk exited $rc after umount"; exit 1; }
-[ ! -e "$dir/pid" ] || { echo "FAIL: pid file left behind after umount"; exit 1; }
+[ "$rc" = 0 ] || fail "fusedisk exited $rc after umount"
+[ ! -e "$dir/pid" ] || fail "pid file left behind after umount"
 echo "ok umount: fusedisk exited 0, pid file removed"
 
 # --- 4. --exit-with-parent: kill -9 the shell that started it ---------------
@@ -393,25 +346,16 @@ mkdir "$mnt2"
 bash -c '"$0" --size 4M --access 1ms --pidfile "$1" --exit-with-parent "$2" &
 wait' "$bin" "$dir/pid2" "$mnt2" &
 shell=$!
-if ! waitfor 50 test -s "$dir/pid2"; then
-    echo "FAIL: second fusedisk wrote no pid file within 5 s"
-    exit 1
-fi
+waitfor 50 test -s "$dir/pid2" || fail "second fusedisk wrote no pid file within 5 s"
 pid2=$(cat "$dir/pid2")
 ppid=$(awk '{ print $4 }' "/proc/$pid2/stat")
-[ "$ppid" = "$shell" ] || { echo "FAIL: fusedisk's parent is $ppid, not the shell $shell"; exit 1; }
-mounted "$mnt2" || { echo "FAIL: $mnt2 not mounted"; exit 1; }
+[ "$ppid" = "$shell" ] || fail "fusedisk's parent is $ppid, not the shell $shell"
+mounted "$mnt2" || fail "$mnt2 not mounted"
 { kill -9 "$shell"; wait "$shell"; } 2>/dev/null || :   # no "Killed" notice
 shell=
-if ! waitfor 50 unmounted "$mnt2"; then
-    echo "FAIL: $mnt2 still mounted 5 s after its parent was killed"
-    exit 1
-fi
-if ! waitfor 50 gone "$pid2"; then
-    echo "FAIL: fusedisk (pid $pid2) still running after its parent was killed"
-    exit 1
-fi
-[ ! -e "$dir/pid2" ] || { echo "FAIL: pid file left behind (exit-with-parent)"; exit 1; }
+waitfor 50 unmounted "$mnt2" || fail "$mnt2 still mounted 5 s after its parent was killed"
+waitfor 50 gone "$pid2" || fail "fusedisk (pid $pid2) still running after its parent was killed"
+[ ! -e "$dir/pid2" ] || fail "pid file left behind (exit-with-parent)"
 pid2=
 echo "ok exit-with-parent: parent killed, mount gone, fusedisk exited"
 echo PASS

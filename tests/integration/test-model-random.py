@@ -23,10 +23,14 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import nbdraid_test as t  # noqa: E402
+from raidtest import workload  # noqa: E402
+from raidtest.common import (  # noqa: E402
+    MiB, plugin, run_main, run_passes, seed, selected)
+from raidtest.geometry import Geometry  # noqa: E402
+from raidtest.workload import (  # noqa: E402
+    format_counts, new_array, random_chunk, random_pass)
+from raidtest.members import verify_members  # noqa: E402
 
-KiB = t.KiB
-MiB = t.MiB
 
 GEOMETRIES = [(0, None, n) for n in (1, 2, 3, 4, 5)] + \
     [(1, None, n) for n in (2, 3)] + \
@@ -38,52 +42,37 @@ GEOMETRIES = [(0, None, n) for n in (1, 2, 3, 4, 5)] + \
 
 
 def member_sizes(rng, n, chunk):
-    return t.member_sizes(rng, n, chunk, 3 * MiB // 2, 3 * MiB)
+    return workload.member_sizes(rng, n, chunk, 3 * MiB // 2, 3 * MiB)
 
 
 def run_geometry(rng, folder, level, layout, n, extra=(), chunk=None,
                  steps=(40, 70)):
-    chunk = chunk or rng.choice([4, 8, 16, 32, 64]) * KiB
-    geo = t.Geometry(level, member_sizes(rng, n, chunk), chunk, layout)
-    label = geo.name() + (" " + " ".join(extra) if extra else "")
-    if not t.selected(label):
+    chunk = chunk or random_chunk(rng)
+    geo = Geometry(level, member_sizes(rng, n, chunk), chunk, layout)
+    label = geo.label(extra)
+    if not selected(label):
         return
     start = time.monotonic()
-    paths = t.make_members(folder, geo.sizes)
-    params = geo.params() + ["member=%s" % p for p in paths] + list(extra)
-    model = t.Model(geo.size)
-    with t.Server(params) as srv:
-        w = t.random_pass(srv, model, geo, rng, label, steps)
-        t.stop_clean(srv, label)
-    t.verify_members(geo, model, paths, label)
+    paths, params, model = new_array(folder, geo, extra)
+    w = random_pass(params, model, geo, rng, label, steps)
+    verify_members(geo, model, paths, label)
     for p in paths:
         os.unlink(p)
     print("ok %-50s %5.2fs %s" % (label, time.monotonic() - start,
-                                  " ".join("%s=%d" % kv for kv in
-                                           sorted(w.counts.items()))),
-          flush=True)
+                                  format_counts(w.counts)), flush=True)
 
 
 def main():
-    rng = random.Random(t.seed("test-model-random"))
-    t.plugin()
-    with t.TempDir() as d:
-        for level, layout, n in GEOMETRIES:
-            run_geometry(rng, d, level, layout, n)
-        run_geometry(rng, d, 0, None, 3, extra=["io=psync"])
-        run_geometry(rng, d, 10, "f2", 3, extra=["io=psync"])
-        if t.io_uring_works():
-            run_geometry(rng, d, 10, "n2", 3, extra=["io=uring"])
-            run_geometry(rng, d, 0, None, 4, extra=["io=uring"])
-        else:
-            print("io=uring pass skipped: io_uring_setup fails here")
-    if t.o_direct_works("/var/tmp"):
-        with t.TempDir(base="/var/tmp") as d:
-            run_geometry(rng, d, 0, None, 3, extra=["direct=true"])
-            run_geometry(rng, d, 10, "o2", 3, extra=["direct=true"])
-            run_geometry(rng, d, 1, None, 2, extra=["direct=true"])
-    else:
-        print("direct=true pass skipped: O_DIRECT fails in /var/tmp")
+    rng = random.Random(seed("test-model-random"))
+    plugin()
+
+    def run(folder, level, layout, n, extra=()):
+        run_geometry(rng, folder, level, layout, n, extra=extra)
+
+    run_passes(run, GEOMETRIES,
+               psync=[(0, None, 3), (10, "f2", 3)],
+               uring=[(10, "n2", 3), (0, None, 4)],
+               direct=[(0, None, 3), (10, "o2", 3), (1, None, 2)])
 
 
-t.run_main(main)
+run_main(main)

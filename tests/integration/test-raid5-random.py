@@ -22,7 +22,7 @@ chunk 4K..64K, members of a few MiB with one larger than the rest:
       and that every byte inside (and every byte each read returned during
       the fight) is one some request could have left there, given which
       requests were answered before others were sent (see
-      nbdraid_test.Contention);
+      raidtest.contention);
       then a short disjoint workload, read-back, stop, and
   (c) the member files again: data where md puts it, parity on every row.
 Then direct=true (ext4 in /var/tmp, when O_DIRECT works), io=uring (when
@@ -45,24 +45,33 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import nbdraid_test as t  # noqa: E402
+from raidtest import workload  # noqa: E402
+from raidtest.common import (  # noqa: E402
+    MiB, check, fail, plugin, run_main, run_passes, seed, selected)
+from raidtest.geometry import Geometry, RAID5_LAYOUTS  # noqa: E402
+from raidtest.server import Server, stop_clean  # noqa: E402
+from raidtest.workload import (  # noqa: E402
+    Workload, format_counts, new_array, random_chunk, random_pass,
+    verify_readback)
+from raidtest.members import (  # noqa: E402
+    parity_mismatches, read_member, verify_members)
+from raidtest.contention import Contention  # noqa: E402
 
-KiB = t.KiB
-MiB = t.MiB
 
 LAYOUTS = ["left-symmetric", "left-asymmetric", "right-symmetric",
            "right-asymmetric"]
 GEOMETRIES = [(lay, n) for lay in LAYOUTS for n in (3, 4, 6)] + \
     [("left-symmetric", 5)]
 
+
 def member_sizes(rng, n, chunk):
-    return t.member_sizes(rng, n, chunk, 2 * MiB, 3 * MiB)
+    return workload.member_sizes(rng, n, chunk, 2 * MiB, 3 * MiB)
 
 
 def spelling(rng, layout):
     """How the test names the layout: in full, by alias, or (for the
     default) not at all."""
-    choices = [layout, t.RAID5_LAYOUTS[layout]]
+    choices = [layout, RAID5_LAYOUTS[layout]]
     if layout == "left-symmetric":
         choices.append(None)
     return rng.choice(choices)
@@ -112,7 +121,7 @@ class Cli:
 
     def run(self, geo, paths, json_=False, count=True):
         argv = [self.path, "check"] + (["--json"] if json_ else []) + \
-            geo.params() + ["member=%s" % p for p in paths]
+            geo.params(paths)
         p = subprocess.run(argv, stdin=subprocess.DEVNULL,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            timeout=60)
@@ -182,24 +191,24 @@ class Cli:
         the given ones."""
         rc, out = self.run(geo, paths)
         n = self.parse_text(out)
-        t.check(n is not None, "%s: cannot find the mismatch count in `%s "
-                "check` output (exit %d):\n%s" % (label, self.path, rc, out))
-        t.check(n == want, "%s: `check` reports %d mismatched stripes, want "
-                "%d (exit %d):\n%s" % (label, n, want, rc, out))
-        t.check((rc == 0) == (want == 0), "%s: `check` exits %d with %d "
-                "mismatched stripes:\n%s" % (label, rc, want, out))
+        check(n is not None, "%s: cannot find the mismatch count in `%s "
+              "check` output (exit %d):\n%s" % (label, self.path, rc, out))
+        check(n == want, "%s: `check` reports %d mismatched stripes, want "
+              "%d (exit %d):\n%s" % (label, n, want, rc, out))
+        check((rc == 0) == (want == 0), "%s: `check` exits %d with %d "
+              "mismatched stripes:\n%s" % (label, rc, want, out))
         rc, (out, err) = self.run(geo, paths, json_=True)
         try:
             n, listed = self.parse_json(out)
         except ValueError as e:
-            t.fail("%s: `check --json` is not JSON (%s), exit %d:\n%s%s" % (
+            fail("%s: `check --json` is not JSON (%s), exit %d:\n%s%s" % (
                 label, e, rc, out, err))
-        t.check(n == want, "%s: `check --json` reports %r mismatched stripes,"
-                " want %d (exit %d):\n%s%s" % (label, n, want, rc, out, err))
-        t.check((rc == 0) == (want == 0), "%s: `check --json` exits %d with "
-                "%d mismatched stripes:\n%s" % (label, rc, want, out))
-        t.check(listed <= set(stripes), "%s: `check --json` lists stripes "
-                "%s, but only %s are bad:\n%s" % (
+        check(n == want, "%s: `check --json` reports %r mismatched stripes,"
+              " want %d (exit %d):\n%s%s" % (label, n, want, rc, out, err))
+        check((rc == 0) == (want == 0), "%s: `check --json` exits %d with "
+              "%d mismatched stripes:\n%s" % (label, rc, want, out))
+        check(listed <= set(stripes), "%s: `check --json` lists stripes "
+              "%s, but only %s are bad:\n%s" % (
                     label, sorted(listed - set(stripes)), list(stripes), out))
 
 
@@ -237,48 +246,44 @@ def corrupt_stripes(rng, geo, paths, k):
 
 def run_geometry(rng, folder, layout, n, cli, extra=(), chunk=None,
                  steps=(30, 50), fight=20, corrupt=False):
-    chunk = chunk or rng.choice([4, 8, 16, 32, 64]) * KiB
-    geo = t.Geometry(5, member_sizes(rng, n, chunk), chunk,
-                     spelling(rng, layout))
+    chunk = chunk or random_chunk(rng)
+    geo = Geometry(5, member_sizes(rng, n, chunk), chunk,
+                   spelling(rng, layout))
     label = geo.name() + (" layout=%s" % geo.layout if geo.layout else
                           " (default layout)") + \
         (" " + " ".join(extra) if extra else "")
-    if not t.selected(label):
+    if not selected(label):
         return
     start = time.monotonic()
-    paths = t.make_members(folder, geo.sizes)
-    params = geo.params() + ["member=%s" % p for p in paths] + list(extra)
-    model = t.Model(geo.size)
+    paths, params, model = new_array(folder, geo, extra)
 
     # (a) disjoint random workload, read back, members and parity
-    with t.Server(params) as srv:
-        w = t.random_pass(srv, model, geo, rng, label, steps)
-        t.stop_clean(srv, label)
-    t.verify_members(geo, model, paths, label + " after (a)")
+    w = random_pass(params, model, geo, rng, label, steps)
+    verify_members(geo, model, paths, label + " after (a)")
     if cli.available(geo, paths):
         cli.expect(geo, paths, 0, label + " after (a)")
 
     # (b) contention on the same few stripes, then a little more
     lo, hi, s0, ns = contention_region(rng, geo)
-    with t.Server(params) as srv:
-        c = t.Contention(srv, model, geo, rng, lo, hi)
+    with Server(params) as srv:
+        c = Contention(srv, model, geo, rng, lo, hi)
         c.run(fight)
         c.adopt(label + " stripes %d-%d" % (s0, s0 + ns - 1))
-        w2 = t.Workload(srv, model, geo, rng)
+        w2 = Workload(srv, model, geo, rng)
         w2.concurrent_phase(steps[0] // 3)
         w2.close()
-        t.verify_readback(srv, model, geo, label + " after (b)")
-        t.stop_clean(srv, label)
+        verify_readback(srv, model, geo, label + " after (b)")
+        stop_clean(srv, label)
     # (c) the members again
-    t.verify_members(geo, model, paths, label + " after (b)")
+    verify_members(geo, model, paths, label + " after (b)")
     if cli.available(geo, paths):
         cli.expect(geo, paths, 0, label + " after (b)")
         if corrupt:
             k = rng.randint(1, min(5, geo.stripes))
             bad = corrupt_stripes(rng, geo, paths, k)
-            mem = [t.read_member(p) for p in paths]
-            t.check([b[0] for b in t.parity_mismatches(geo, mem)] == bad,
-                    "corrupt_stripes broke stripes other than %s" % bad)
+            mem = [read_member(p) for p in paths]
+            check([b[0] for b in parity_mismatches(geo, mem)] == bad,
+                  "corrupt_stripes broke stripes other than %s" % bad)
             cli.expect(geo, paths, k, label + " with stripes %s corrupted" %
                        bad, bad)
     for p in paths:
@@ -288,38 +293,27 @@ def run_geometry(rng, folder, layout, n, cli, extra=(), chunk=None,
         counts[k] = counts.get(k, 0) + v
     print("ok %-62s %5.2fs %s | fight on stripes %d-%d [%d, %d): %s" % (
         label, time.monotonic() - start,
-        " ".join("%s=%d" % kv for kv in sorted(counts.items())),
+        format_counts(counts),
         s0, s0 + ns - 1, lo, hi,
-        " ".join("%s=%d" % kv for kv in sorted(c.counts.items()))),
+        format_counts(c.counts)),
         flush=True)
 
 
 def main():
-    rng = random.Random(t.seed("test-raid5-random"))
-    t.plugin()
+    rng = random.Random(seed("test-raid5-random"))
+    plugin()
     cli = Cli()
-    with t.TempDir() as d:
-        for layout, n in GEOMETRIES:
-            run_geometry(rng, d, layout, n, cli, corrupt=n in (4, 5))
-        run_geometry(rng, d, "left-asymmetric", 4, cli, extra=["io=psync"])
-        run_geometry(rng, d, "right-symmetric", 3, cli, extra=["io=psync"])
-        if t.io_uring_works():
-            run_geometry(rng, d, "left-symmetric", 4, cli,
-                         extra=["io=uring"])
-            run_geometry(rng, d, "right-asymmetric", 6, cli,
-                         extra=["io=uring"])
-        else:
-            print("io=uring pass skipped: io_uring_setup fails here")
-    if t.o_direct_works("/var/tmp"):
-        with t.TempDir(base="/var/tmp") as d:
-            run_geometry(rng, d, "left-symmetric", 3, cli,
-                         extra=["direct=true"])
-            run_geometry(rng, d, "right-asymmetric", 5, cli,
-                         extra=["direct=true"])
-    else:
-        print("direct=true pass skipped: O_DIRECT fails in /var/tmp")
+
+    def run(folder, layout, n, corrupt=False, extra=()):
+        run_geometry(rng, folder, layout, n, cli, extra=extra,
+                     corrupt=corrupt)
+
+    run_passes(run, [(layout, n, n in (4, 5)) for layout, n in GEOMETRIES],
+               psync=[("left-asymmetric", 4), ("right-symmetric", 3)],
+               uring=[("left-symmetric", 4), ("right-asymmetric", 6)],
+               direct=[("left-symmetric", 3), ("right-asymmetric", 5)])
     if cli.ok:
         print("cli check: %d runs" % cli.runs)
 
 
-t.run_main(main)
+run_main(main)

@@ -5,31 +5,26 @@
 # must show exactly one io_uring_enter per request, submitting all 4 and
 # waiting for all 4 (16 would mean the pieces were not merged).
 # Rings are created lazily on nbdkit's worker threads, never on the main
-# thread before the fork.  Skipped (77) without strace or ptrace.
+# thread before the fork.  Skipped (77) without the plugin, strace or
+# ptrace.
 set -euo pipefail
-: "${NBDRAID_PLUGIN:?}"
-command -v strace >/dev/null || { echo "no strace"; exit 77; }
-strace -f -qq -e trace=none true 2>/dev/null || { echo "ptrace refused"; exit 77; }
+# shellcheck source-path=SCRIPTDIR source=functions.sh
+source "$(dirname "$0")/functions.sh"
+requires_plugin
+requires_ptrace
 
-dir=$(mktemp -d /var/tmp/nbdraid-uring.XXXXXX)
-pidfile=$dir/nbdkit.pid
-cleanup() {
-  [ -s "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true
-  sleep 0.2
-  rm -rf "$dir"
-}
-trap cleanup EXIT
+make_tmpdir nbdraid-uring
+dir=$tmpdir
 members=()
 for i in 0 1 2 3; do
   truncate -s 8M "$dir/m$i.img"
   members+=("member=$dir/m$i.img")
 done
 sock=$dir/sock
-strace -f -qq -e trace=io_uring_setup,io_uring_enter -o "$dir/trace" \
-  nbdkit -f -U "$sock" -P "$pidfile" "$NBDRAID_PLUGIN" \
-  level=0 chunk=64K io=uring "${members[@]}" &
-for _ in $(seq 100); do [ -s "$pidfile" ] && break; sleep 0.1; done
-[ -s "$pidfile" ] || { echo "nbdkit did not start"; exit 1; }
+nbdkit_wrapper=(strace -f -qq -e "trace=io_uring_setup,io_uring_enter"
+                -o "$dir/trace")
+start_nbdkit "$dir/nbdkit.pid" -U "$sock" "$NBDRAID_PLUGIN" \
+  level=0 chunk=64K io=uring "${members[@]}"
 
 # 20 reads of 1M, one after another, from one connection.
 # (/usr/bin/python3: the python3 on PATH may lack Debian's nbd module.)
@@ -44,9 +39,8 @@ for i in range(20):
     assert h.pread(1 << 20, (i % 8) << 20) == want
 h.shutdown()
 PY
-main=$(cat "$pidfile")
-kill "$main"
-for _ in $(seq 50); do kill -0 "$main" 2>/dev/null || break; sleep 0.1; done
+main=$nbdkit_pid
+stop_nbdkit || :
 
 # Lines: "PID io_uring_enter(FD, TO_SUBMIT, MIN_COMPLETE, FLAGS, ...) = N"
 reads=$(grep -cE 'io_uring_enter\([0-9]+, 4, 4,' "$dir/trace" || true)

@@ -1,6 +1,6 @@
 #!/bin/bash
-# Vendored from the project's shared tooling (../shared/vm/run-in-vm.sh) so that a
-# fresh clone runs the VM tests on its own; keep it in step by hand.
+# Vendored from the project's shared VM tooling, so that a fresh clone runs
+# the VM tests on its own; keep it in step with that copy by hand.
 # run-in-vm.sh — boot the Debian kernel under qemu with the host root shared
 # read-only over 9p (plus a tmpfs overlay so the guest root is writable),
 # run a guest script as root inside, print its output, exit with its status.

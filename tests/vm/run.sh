@@ -15,13 +15,15 @@ export NBDRAID_SRC=$SRC
 export NBDRAID_PLUGIN=${NBDRAID_PLUGIN:-$SRC/build/plugin/nbdkit-raid-plugin.so}
 export NBDRAID_CLI=${NBDRAID_CLI:-$SRC/build/src/nbdraid}
 
-skip() { echo "SKIP: tests/vm: $*" >&2; exit 77; }
-[ "$(id -u)" = 0 ] || skip "needs root (loop devices and md in the guest)"
+# shellcheck source-path=SCRIPTDIR source=../integration/functions.sh
+source "$SRC/tests/integration/functions.sh"
+requires_root "tests/vm: loop devices and md in the guest"
 for c in qemu-system-x86_64 mdadm nbd-client mkfs.ext4 nbdkit nbdcopy; do
-    command -v "$c" >/dev/null || skip "no $c: run bash .ci/deps --vm"
+    command -v "$c" >/dev/null || skip "tests/vm: no $c: run bash .ci/deps --vm"
 done
-[ -x /bin/busybox ] || skip "no busybox: run bash .ci/deps --vm"
-ls /boot/vmlinuz-* >/dev/null 2>&1 || skip "no kernel in /boot: run bash .ci/deps --vm"
+[ -x /bin/busybox ] || skip "tests/vm: no busybox: run bash .ci/deps --vm"
+ls /boot/vmlinuz-* >/dev/null 2>&1 ||
+    skip "tests/vm: no kernel in /boot: run bash .ci/deps --vm"
 for f in "$NBDRAID_PLUGIN" "$NBDRAID_CLI"; do
     [ -x "$f" ] || [ -f "$f" ] || { echo "tests/vm: $f not built" >&2; exit 1; }
     # The guest sees the host's root, but its /tmp and /run are its own:
