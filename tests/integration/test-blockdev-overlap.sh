@@ -13,25 +13,18 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source-path=SCRIPTDIR source=functions.sh
+source "$here/functions.sh"
+requires_plugin
+requires_root "for losetup"
+requires_program losetup
 
-if [ -z "${NBDRAID_PLUGIN:-}" ] || [ ! -f "$NBDRAID_PLUGIN" ]; then
-    echo "SKIP: plugin not built (NBDRAID_PLUGIN=${NBDRAID_PLUGIN:-})"
-    exit 77
-fi
-if [ "$(id -u)" != 0 ]; then
-    echo "SKIP: needs root for losetup"
-    exit 77
-fi
-if ! command -v losetup >/dev/null; then
-    echo "SKIP: losetup not installed"
-    exit 77
-fi
-
-dir=$(mktemp -d /var/tmp/nbdraid-overlap-XXXXXX)
-dir=$(realpath "$dir")   # sysfs names backing files by their real path
+make_tmpdir nbdraid-overlap
+dir=$(realpath "$tmpdir")   # sysfs names backing files by their real path
 loops=()
 mounted=
 dm=
+# Run last-first at exit: the mount and the dm device before their loops.
 cleanup() {
     if [ -n "$mounted" ]; then
         umount "$mounted" || :
@@ -42,9 +35,8 @@ cleanup() {
     for l in "${loops[@]}"; do
         losetup -d "$l" || :
     done
-    rm -rf "$dir"
 }
-trap cleanup EXIT
+cleanup_fn cleanup
 
 # attach VAR ARGS...: losetup ARGS, the device into VAR, remembered for
 # cleanup (not in a $(...) subshell, which would forget it).
@@ -52,8 +44,7 @@ attach() {
     local var=$1 l
     shift
     if ! l=$(losetup -f --show "$@" 2>&1); then
-        echo "SKIP: losetup $* failed: $l"
-        exit 77
+        skip "losetup $* failed: $l"
     fi
     loops+=("$l")
     printf -v "$var" %s "$l"
@@ -88,8 +79,7 @@ for _ in $(seq 20); do
     sleep 0.1
 done
 if [ ! -b "${disk}p2" ]; then
-    echo "SKIP: no partitions on $disk (losetup -P, partx -a)"
-    exit 77
+    skip "no partitions on $disk (losetup -P, partx -a)"
 fi
 attach la "$dir/a.img"
 attach lb1 --offset 0 --sizelimit 8M "$dir/b.img"
@@ -133,7 +123,9 @@ echo "disk $disk (${disk}p1 ${disk}p2), a.img $la, b.img $lb1 $lb2 $lb3," \
     "${fs:-}" "${dm:+/dev/mapper/$dm}" <<'EOF'
 import hashlib, os, random, sys
 sys.path.insert(0, sys.argv[1])
-import nbdraid_test as t
+from raidtest.common import MiB, check, plugin, run_main, seed
+from raidtest.model import pattern
+from raidtest.server import Server, run_expect_failure
 
 folder, disk, la, lb1, lb2, lb3, fs, dm = sys.argv[2:10]
 p1, p2 = disk + "p1", disk + "p2"
@@ -141,7 +133,6 @@ img = {n: os.path.join(folder, n) for n in
        ("disk.img", "a.img", "b.img", "fs.img")}
 x_img = os.path.join(folder, "mnt", "x.img")
 y_img = os.path.join(folder, "mnt", "y.img")
-MiB = t.MiB
 
 
 def digest(path):
@@ -159,17 +150,17 @@ def refused(label, members, why, also=()):
     backing file."""
     files = list(members) + list(also)
     before = {p: digest(p) for p in files}
-    rc, err = t.run_expect_failure(
+    rc, err = run_expect_failure(
         ["level=1"] + ["member=%s" % m for m in members])
-    t.check(rc != 0, "%s: nbdkit exited 0" % label)
+    check(rc != 0, "%s: nbdkit exited 0" % label)
     want = why if why.startswith("member ") else (
         "member 1 (%s): overlaps member 0 (%s): %s" % (
             members[1], members[0], why))
     lines = [ln for ln in err.splitlines() if want in ln]
-    t.check(lines and "error" in lines[0],
+    check(lines and "error" in lines[0],
             "%s: stderr lacks the error %r:\n%s" % (label, want, err))
     for p in files:
-        t.check(digest(p) == before[p], "%s: %s changed" % (label, p))
+        check(digest(p) == before[p], "%s: %s changed" % (label, p))
     print("ok refused %-34s %s" % (label, lines[0].strip()), flush=True)
 
 
@@ -177,27 +168,27 @@ def served(label, members, places, rng):
     """nbdkit level=1 over members starts, a pattern written reads back,
     and each (file, offset) in places holds it after (RAID 1: every
     member holds the array from its start)."""
-    with t.Server(["level=1"] + ["member=%s" % m for m in members]) as srv:
+    with Server(["level=1"] + ["member=%s" % m for m in members]) as srv:
         h = srv.connect()
         size = h.get_size()
-        data = t.pattern(rng, size)
+        data = pattern(rng, size)
         h.pwrite(data, 0)
         h.flush()
-        t.check(h.pread(size, 0) == data, "%s: read back differs" % label)
+        check(h.pread(size, 0) == data, "%s: read back differs" % label)
         rc = srv.stop()
-        t.check(rc == 0, "%s: nbdkit exited %d" % (label, rc))
+        check(rc == 0, "%s: nbdkit exited %d" % (label, rc))
     for path, off in places:
         with open(path, "rb") as f:
             f.seek(off)
-            t.check(f.read(size) == data,
+            check(f.read(size) == data,
                     "%s: %s at %d does not hold the data" % (label, path,
                                                              off))
     print("ok served  %-34s %d bytes" % (label, size), flush=True)
 
 
 def main():
-    t.plugin()
-    rng = random.Random(t.seed("test-blockdev-overlap"))
+    plugin()
+    rng = random.Random(seed("test-blockdev-overlap"))
     d, a, b = img["disk.img"], img["a.img"], img["b.img"]
 
     refused("partition and its disk", [disk, p1], "a partition of it", [d])
@@ -240,5 +231,5 @@ def main():
                [(x_img, 0), (y_img, 0)], rng)
 
 
-t.run_main(main)
+run_main(main)
 EOF

@@ -24,9 +24,13 @@ import sys
 import nbd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import nbdraid_test as t  # noqa: E402
+from raidtest.common import (  # noqa: E402
+    check, KiB, make_members, MiB, plugin, run_main, seed, skip, TempDir)
+from raidtest.geometry import Geometry  # noqa: E402
+from raidtest.model import Model  # noqa: E402
+from raidtest.server import nbd_errno, Server  # noqa: E402
+from raidtest.workload import fill, verify_readback  # noqa: E402
 
-KiB, MiB = t.KiB, t.MiB
 SIZE = 4 * MiB
 
 
@@ -59,11 +63,11 @@ def requests(chunk):
 def run_case(geo, devs, rng):
     params = geo.params() + ["member=%s" % d for d in devs[:geo.n]] + \
         ["direct=false"]
-    with t.Server(params) as srv:
+    with Server(params) as srv:
         h = srv.connect()
         size = h.get_size()
-        model = t.Model(size)
-        t.fill(h, model, size, rng)
+        model = Model(size)
+        fill(h, model, size, rng)
         for what, off, n, flags in requests(geo.chunk):
             try:
                 if what.startswith("trim"):
@@ -73,47 +77,47 @@ def run_case(geo, devs, rng):
                     h.zero(n, off, flags=flags)
                     model.zero(off, n)
             except nbd.Error as e:
-                err = t.nbd_errno(e)
-                t.check(what.startswith("fast") and
+                err = nbd_errno(e)
+                check(what.startswith("fast") and
                         err in (errno.ENOTSUP, errno.EOPNOTSUPP),
                         "%s: %s %d at %d failed: %s" % (geo.name(), what, n,
                                                          off, e))
             got = h.pread(min(n + 2000, size - off + 1000), off - 1000)
             bad = model.mismatch(off - 1000, got)
-            t.check(bad is None, "%s: after %s %d at %d: %s" % (
+            check(bad is None, "%s: after %s %d at %d: %s" % (
                 geo.name(), what, n, off, bad))
             model.resolve(off - 1000, got)
-        t.verify_readback(srv, model, geo, geo.name())
+        verify_readback(srv, model, geo, geo.name())
         srv.stop()
     print("ok %s" % geo.name(), flush=True)
 
 
 def main():
-    rng = random.Random(t.seed("test-blockdev-unaligned-discard"))
-    t.plugin()
+    rng = random.Random(seed("test-blockdev-unaligned-discard"))
+    plugin()
     if os.geteuid() != 0:
-        t.skip("needs root for losetup")
+        skip("needs root for losetup")
     loops = []
-    with t.TempDir(base="/var/tmp") as d:
+    with TempDir(base="/var/tmp") as d:
         try:
             for bs in (512, 4096):
-                files = t.make_members(d, [SIZE] * 4, prefix="b%d-" % bs)
+                files = make_members(d, [SIZE] * 4, prefix="b%d-" % bs)
                 devs = [losetup(f, bs) for f in files]
                 loops += [x for x in devs if x]
                 if None in devs:
                     if bs == 512:
-                        t.skip("losetup failed")
+                        skip("losetup failed")
                     print("losetup -b 4096 refused: 512-byte blocks only")
                     break
                 print("loop devices (%d-byte blocks): %s" % (bs, devs))
-                for geo in (t.Geometry(0, [SIZE] * 3, 64 * KiB),
-                            t.Geometry(1, [SIZE] * 2, 64 * KiB),
-                            t.Geometry(10, [SIZE] * 3, 64 * KiB, "n2"),
-                            t.Geometry(5, [SIZE] * 4, 64 * KiB)):
+                for geo in (Geometry(0, [SIZE] * 3, 64 * KiB),
+                            Geometry(1, [SIZE] * 2, 64 * KiB),
+                            Geometry(10, [SIZE] * 3, 64 * KiB, "n2"),
+                            Geometry(5, [SIZE] * 4, 64 * KiB)):
                     run_case(geo, devs, rng)
         finally:
             for x in loops:
                 subprocess.run(["losetup", "-d", x])
 
 
-t.run_main(main)
+run_main(main)

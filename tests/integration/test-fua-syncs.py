@@ -127,10 +127,10 @@ def check_synced(st, fds, dsync, what):
     res = summarise(st.calls(), fds)
     for m, (w, s) in res.items():
         ok = not w or s or any(fds[fd] == m for fd in dsync)
-        t.check(ok, "%s: member %d changed but not synced before the "
+        check(ok, "%s: member %d changed but not synced before the "
                 "reply; strace:\n%s" % (what, m, "\n".join(
                     ln for _, _, ln in st.calls())))
-    t.check(any(w for w, _ in res.values()),
+    check(any(w for w, _ in res.values()),
             "%s: strace saw no member change at all: %s" % (what, res))
     return res
 
@@ -138,13 +138,13 @@ def check_synced(st, fds, dsync, what):
 def discard_fua(d, rng, geo):
     """Zero (plain, may_trim) and trim with FUA, whole stripes and a part
     of one: every member they changed is synced before the reply."""
-    paths = t.make_members(d, geo.sizes, prefix="z%d-" % geo.level)
+    paths = make_members(d, geo.sizes, prefix="z%d-" % geo.level)
     params = geo.params() + ["member=%s" % p for p in paths] + ["io=psync"]
     stripe = geo.stripe_span(0)[1] - geo.stripe_span(0)[0] \
         if geo.level == 5 else geo.chunk * geo.n
-    with t.Server(params) as srv:
+    with Server(params) as srv:
         h = srv.connect()
-        h.pwrite(t.pattern(rng, 4 * stripe), 0)
+        h.pwrite(pattern(rng, 4 * stripe), 0)
         h.flush()
         fds, dsync = member_fds(srv.proc.pid, paths)
         cases = [("zero", 0, stripe, nbd.CMD_FLAG_NO_HOLE),
@@ -212,10 +212,10 @@ def main():
                                 m, "\n".join(ln for _, _, ln in st.calls())))
             print("ok flush syncs the members written since: %s" % res)
             srv.stop()
-        for geo in (t.Geometry(5, [2 * MiB] * 4, 64 * KiB),
-                    t.Geometry(1, [2 * MiB] * 2, 64 * KiB),
-                    t.Geometry(0, [2 * MiB] * 3, 64 * KiB),
-                    t.Geometry(10, [2 * MiB] * 3, 64 * KiB, "f2")):
+        for geo in (Geometry(5, [2 * MiB] * 4, 64 * KiB),
+                    Geometry(1, [2 * MiB] * 2, 64 * KiB),
+                    Geometry(0, [2 * MiB] * 3, 64 * KiB),
+                    Geometry(10, [2 * MiB] * 3, 64 * KiB, "f2")):
             discard_fua(d, rng, geo)
 
 

@@ -24,9 +24,13 @@ import time
 import nbd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import nbdraid_test as t  # noqa: E402
+from raidtest.common import (  # noqa: E402
+    check, KiB, make_members, MiB, o_direct_works, plugin, run_main, seed,
+    skip, TempDir)
+from raidtest.geometry import Geometry  # noqa: E402
+from raidtest.model import pattern  # noqa: E402
+from raidtest.server import Server  # noqa: E402
 
-KiB, MiB = t.KiB, t.MiB
 WRITERS = 8
 DEPTH = 4            # aligned writes in flight per writer
 SMALL = 20           # unaligned writes
@@ -58,10 +62,10 @@ def writer(srv, idx, stop, counts, errors):
 
 
 def run_case(geo, d, rng):
-    paths = t.make_members(d, geo.sizes, prefix="s%d-" % geo.level)
+    paths = make_members(d, geo.sizes, prefix="s%d-" % geo.level)
     params = geo.params() + ["member=%s" % p for p in paths] + \
         ["direct=true"]
-    with t.Server(params) as srv:
+    with Server(params) as srv:
         stop, counts, errors = threading.Event(), [0] * WRITERS, []
         threads = [threading.Thread(target=writer,
                                     args=(srv, i, stop, counts, errors))
@@ -78,17 +82,17 @@ def run_case(geo, d, rng):
                 off = rng.randrange(REGION - 100)
                 if off % 512 == 0:
                     off += 1
-                data = t.pattern(rng, 100)
+                data = pattern(rng, 100)
                 t0 = time.monotonic()
                 h.pwrite(data, off)
                 took = time.monotonic() - t0
                 worst = max(worst, took)
-                t.check(not errors, "; ".join(errors))
-                t.check(all(th.is_alive() for th in threads),
+                check(not errors, "; ".join(errors))
+                check(all(th.is_alive() for th in threads),
                         "%s: unaligned write %d answered only after the "
                         "aligned writers stopped (%.1fs)" % (
                             geo.name(), i, took))
-                t.check(took < BOUND_S, "%s: unaligned write %d took "
+                check(took < BOUND_S, "%s: unaligned write %d took "
                         "%.1fs while aligned writers ran" % (
                             geo.name(), i, took))
                 small.append((off, data))
@@ -96,7 +100,7 @@ def run_case(geo, d, rng):
             stop.set()
             for th in threads:
                 th.join()
-        t.check(not errors, "; ".join(errors))
+        check(not errors, "; ".join(errors))
         # The aligned writes raced the small ones, so per byte: a writer's
         # value, or the last small write covering it.
         got = h.pread(REGION, 0)
@@ -107,7 +111,7 @@ def run_case(geo, d, rng):
         for x in range(REGION):
             v = got[x]
             ok = (1 <= v <= WRITERS) or last.get(x) == v
-            t.check(ok, "%s: byte %d reads %d: no write put it there" % (
+            check(ok, "%s: byte %d reads %d: no write put it there" % (
                 geo.name(), x, v))
         srv.stop()
     print("ok %s: %d unaligned writes among %d aligned ones, worst %.2fs"
@@ -115,14 +119,14 @@ def run_case(geo, d, rng):
 
 
 def main():
-    rng = random.Random(t.seed("test-unaligned-not-starved"))
-    t.plugin()
-    with t.TempDir(base="/var/tmp") as d:
-        if not t.o_direct_works(d):
-            t.skip("O_DIRECT does not work in /var/tmp")
-        for geo in (t.Geometry(1, [4 * MiB] * 2, 64 * KiB),
-                    t.Geometry(5, [4 * MiB] * 3, 64 * KiB)):
+    rng = random.Random(seed("test-unaligned-not-starved"))
+    plugin()
+    with TempDir(base="/var/tmp") as d:
+        if not o_direct_works(d):
+            skip("O_DIRECT does not work in /var/tmp")
+        for geo in (Geometry(1, [4 * MiB] * 2, 64 * KiB),
+                    Geometry(5, [4 * MiB] * 3, 64 * KiB)):
             run_case(geo, d, rng)
 
 
-t.run_main(main)
+run_main(main)

@@ -24,9 +24,15 @@ import sys
 import nbd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import nbdraid_test as t  # noqa: E402
+from raidtest.common import (  # noqa: E402
+    check, fail, file_state, KiB, make_members, MiB, plugin, run_main, seed,
+    skip, TempDir)
+from raidtest.geometry import Geometry  # noqa: E402
+from raidtest.members import verify_members  # noqa: E402
+from raidtest.model import Model  # noqa: E402
+from raidtest.server import nbd_errno, Server  # noqa: E402
+from raidtest.workload import fill, verify_readback  # noqa: E402
 
-KiB, MiB = t.KiB, t.MiB
 SIZE = 2 * MiB
 
 
@@ -35,30 +41,30 @@ def allocated(path):
 
 
 def run_case(geo, folder, rng):
-    paths = t.make_members(folder, geo.sizes, prefix="x%d-" % geo.level)
+    paths = make_members(folder, geo.sizes, prefix="x%d-" % geo.level)
     params = geo.params() + ["member=%s" % p for p in paths]
-    with t.Server(params) as srv:
+    with Server(params) as srv:
         h = srv.connect()
         size = h.get_size()
-        model = t.Model(size)
-        t.fill(h, model, size, rng)
+        model = Model(size)
+        fill(h, model, size, rng)
         h.flush()
-        before = [t.file_state(p)[0] for p in paths]
+        before = [file_state(p)[0] for p in paths]
         for off, n in ((1000, 5000), (64 * KiB, 128 * KiB), (0, size)):
             try:
                 h.zero(n, off, flags=nbd.CMD_FLAG_FAST_ZERO |
                        nbd.CMD_FLAG_NO_HOLE)
-                t.fail("%s: fast zero %d at %d succeeded where the members "
+                fail("%s: fast zero %d at %d succeeded where the members "
                        "can neither zero nor allocate a range" % (
                            geo.name(), n, off))
             except nbd.Error as e:
-                t.check(t.nbd_errno(e) in (errno.ENOTSUP, errno.EOPNOTSUPP),
+                check(nbd_errno(e) in (errno.ENOTSUP, errno.EOPNOTSUPP),
                         "%s: fast zero: %s" % (geo.name(), e))
             h.flush()
-            after = [t.file_state(p)[0] for p in paths]
-            t.check(after == before, "%s: fast zero %d at %d failed with "
+            after = [file_state(p)[0] for p in paths]
+            check(after == before, "%s: fast zero %d at %d failed with "
                     "ENOTSUP but changed member files" % (geo.name(), n, off))
-        t.verify_readback(srv, model, geo, geo.name() + " after fast zero")
+        verify_readback(srv, model, geo, geo.name() + " after fast zero")
         # NO_HOLE: nbdkit falls back to writing zeros; allocated after.
         h.zero(256 * KiB, 128 * KiB, flags=nbd.CMD_FLAG_NO_HOLE)
         model.zero(128 * KiB, 256 * KiB)
@@ -66,24 +72,24 @@ def run_case(geo, folder, rng):
         h.zero(100 * KiB, 700 * KiB + 3)
         model.zero(700 * KiB + 3, 100 * KiB)
         h.flush()
-        t.verify_readback(srv, model, geo, geo.name() + " after zero")
+        verify_readback(srv, model, geo, geo.name() + " after zero")
         srv.stop()
     for p in paths:
-        t.check(allocated(p) >= 256 * KiB, "%s: %s: only %d bytes "
+        check(allocated(p) >= 256 * KiB, "%s: %s: only %d bytes "
                 "allocated after a NO_HOLE zero" % (geo.name(), p,
                                                      allocated(p)))
-    t.verify_members(geo, model, paths, geo.name())
+    verify_members(geo, model, paths, geo.name())
     print("ok %s" % geo.name(), flush=True)
 
 
 def main():
-    rng = random.Random(t.seed("test-zero-without-extents"))
-    t.plugin()
+    rng = random.Random(seed("test-zero-without-extents"))
+    plugin()
     if os.geteuid() != 0:
-        t.skip("needs root to mount a loop device")
+        skip("needs root to mount a loop device")
     if shutil.which("mkfs.ext2") is None:
-        t.skip("mkfs.ext2 not installed")
-    with t.TempDir(base="/var/tmp") as d:
+        skip("mkfs.ext2 not installed")
+    with TempDir(base="/var/tmp") as d:
         img, mnt = os.path.join(d, "ext2.img"), os.path.join(d, "mnt")
         os.mkdir(mnt)
         with open(img, "wb") as f:
@@ -92,13 +98,13 @@ def main():
         r = subprocess.run(["mount", "-o", "loop", img, mnt],
                            capture_output=True, text=True)
         if r.returncode != 0:
-            t.skip("cannot mount ext2 on a loop device: %s" % r.stderr)
+            skip("cannot mount ext2 on a loop device: %s" % r.stderr)
         try:
-            for geo in (t.Geometry(1, [SIZE] * 2, 64 * KiB),
-                        t.Geometry(0, [SIZE] * 3, 64 * KiB)):
+            for geo in (Geometry(1, [SIZE] * 2, 64 * KiB),
+                        Geometry(0, [SIZE] * 3, 64 * KiB)):
                 run_case(geo, mnt, rng)
         finally:
             subprocess.run(["umount", mnt])
 
 
-t.run_main(main)
+run_main(main)
