@@ -948,31 +948,55 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_array_random_ops_every_level),
-		cmocka_unit_test(test_array_data_offset_every_level),
-		cmocka_unit_test(test_array_size_uses_smallest_member),
-		cmocka_unit_test(test_array_member_size),
-		cmocka_unit_test(test_array_raid1_rounds_to_64k),
-		cmocka_unit_test(test_array_refuses_member_smaller_than_chunk),
-		cmocka_unit_test(test_array_refuses_same_file_twice),
-		cmocka_unit_test(test_array_member_error_propagates),
-		cmocka_unit_test(test_array_error_reaps_whole_batch),
-		cmocka_unit_test(test_array_fua_and_flush_reach_every_member),
-		cmocka_unit_test(test_array_trim_fua_flushes_touched_members),
-		cmocka_unit_test(test_array_sequential_mirror_read_is_one_member_io),
-		cmocka_unit_test(test_array_striped_1m_is_one_member_io_each),
-		cmocka_unit_test(test_array_vectored_error_propagates),
-		cmocka_unit_test(test_array_vector_capped_at_iov_max),
-		cmocka_unit_test(test_array_big_requests_every_level),
-		cmocka_unit_test(test_array_raid10_read_is_one_io_per_pair),
-		cmocka_unit_test(test_array_read_balances_to_least_busy_copy),
-		cmocka_unit_test(test_array_stream_read_runs_on_idle_copy),
-		cmocka_unit_test(test_array_refuses_out_of_range),
-		cmocka_unit_test(test_array_check_counts_differing_copies),
-		cmocka_unit_test(test_array_discard_refused_by_one_copy_keeps_copies_equal),
-		cmocka_unit_test(test_array_unaligned_write_not_starved),
+		cmocka_unit_test_setup(test_array_random_ops_every_level,
+				       t_setup),
+		cmocka_unit_test_setup(test_array_data_offset_every_level,
+				       t_setup),
+		cmocka_unit_test_setup(test_array_size_uses_smallest_member,
+				       t_setup),
+		cmocka_unit_test_setup(test_array_member_size, t_setup),
+		cmocka_unit_test_setup(test_array_raid1_rounds_to_64k, t_setup),
+		cmocka_unit_test_setup(
+			test_array_refuses_member_smaller_than_chunk, t_setup),
+		cmocka_unit_test_setup(test_array_refuses_same_file_twice,
+				       t_setup),
+		cmocka_unit_test_setup(test_array_member_error_propagates,
+				       t_setup),
+		cmocka_unit_test_setup(test_array_error_reaps_whole_batch,
+				       t_setup),
+		cmocka_unit_test_setup(
+			test_array_fua_and_flush_reach_every_member, t_setup),
+		cmocka_unit_test_setup(
+			test_array_trim_fua_flushes_touched_members, t_setup),
+		cmocka_unit_test_setup(
+			test_array_sequential_mirror_read_is_one_member_io,
+			t_setup),
+		cmocka_unit_test_setup(
+			test_array_striped_1m_is_one_member_io_each, t_setup),
+		cmocka_unit_test_setup(test_array_vectored_error_propagates,
+				       t_setup),
+		cmocka_unit_test_setup(test_array_vector_capped_at_iov_max,
+				       t_setup),
+		cmocka_unit_test_setup(test_array_big_requests_every_level,
+				       t_setup),
+		cmocka_unit_test_setup(
+			test_array_raid10_read_is_one_io_per_pair, t_setup),
+		cmocka_unit_test_setup(
+			test_array_read_balances_to_least_busy_copy, t_setup),
+		cmocka_unit_test_setup(test_array_stream_read_runs_on_idle_copy,
+				       t_setup),
+		cmocka_unit_test_setup(test_array_refuses_out_of_range,
+				       t_setup),
+		cmocka_unit_test_setup(test_array_check_counts_differing_copies,
+				       t_setup),
+		cmocka_unit_test_setup(
+			test_array_discard_refused_by_one_copy_keeps_copies_equal,
+			t_setup),
+		cmocka_unit_test_setup(test_array_unaligned_write_not_starved,
+				       t_setup),
 	};
 
+	t_init();
 	raid_set_log(capture_log);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

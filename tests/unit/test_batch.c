@@ -173,10 +173,14 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_batch_unaligned_segment_is_not_merged),
-		cmocka_unit_test(test_batch_vectors_survive_growth),
-		cmocka_unit_test(test_batch_reset_gives_back_inflight),
+		cmocka_unit_test_setup(
+			test_batch_unaligned_segment_is_not_merged, t_setup),
+		cmocka_unit_test_setup(test_batch_vectors_survive_growth,
+				       t_setup),
+		cmocka_unit_test_setup(test_batch_reset_gives_back_inflight,
+				       t_setup),
 	};
 
+	t_init();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

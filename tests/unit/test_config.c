@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "helpers.h"
 #include "raid.h"
 #include "raid_config.h"
 
@@ -304,18 +305,21 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_config_parse_size),
-		cmocka_unit_test(test_config_parse_bool),
-		cmocka_unit_test(test_config_chunk_bounds),
-		cmocka_unit_test(test_config_data_offset),
-		cmocka_unit_test(test_config_member_size),
-		cmocka_unit_test(test_config_refuses_unknown_and_bad_values),
-		cmocka_unit_test(test_config_refuses_key_twice),
-		cmocka_unit_test(test_config_check),
-		cmocka_unit_test(test_config_file_loads),
-		cmocka_unit_test(test_config_file_conflicts_with_command_line),
+		cmocka_unit_test_setup(test_config_parse_size, t_setup),
+		cmocka_unit_test_setup(test_config_parse_bool, t_setup),
+		cmocka_unit_test_setup(test_config_chunk_bounds, t_setup),
+		cmocka_unit_test_setup(test_config_data_offset, t_setup),
+		cmocka_unit_test_setup(test_config_member_size, t_setup),
+		cmocka_unit_test_setup(
+			test_config_refuses_unknown_and_bad_values, t_setup),
+		cmocka_unit_test_setup(test_config_refuses_key_twice, t_setup),
+		cmocka_unit_test_setup(test_config_check, t_setup),
+		cmocka_unit_test_setup(test_config_file_loads, t_setup),
+		cmocka_unit_test_setup(
+			test_config_file_conflicts_with_command_line, t_setup),
 	};
 
+	t_init();
 	raid_set_log(capture_log);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -468,19 +468,23 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_io_buffered_random),
-		cmocka_unit_test(test_io_direct_unaligned_random),
-		cmocka_unit_test(test_io_tmpfs_auto_and_zero),
-		cmocka_unit_test(test_io_read_past_end_is_error),
-		cmocka_unit_test(test_io_vectored_write_read),
-		cmocka_unit_test(test_io_vectored_resume_mid_segment),
-		cmocka_unit_test(test_io_vectored_read_past_end_is_error),
-		cmocka_unit_test(test_io_vectored_over_iov_max),
-		cmocka_unit_test(test_io_trim_punches_holes),
+		cmocka_unit_test_setup(test_io_buffered_random, t_setup),
+		cmocka_unit_test_setup(test_io_direct_unaligned_random,
+				       t_setup),
+		cmocka_unit_test_setup(test_io_tmpfs_auto_and_zero, t_setup),
+		cmocka_unit_test_setup(test_io_read_past_end_is_error, t_setup),
+		cmocka_unit_test_setup(test_io_vectored_write_read, t_setup),
+		cmocka_unit_test_setup(test_io_vectored_resume_mid_segment,
+				       t_setup),
+		cmocka_unit_test_setup(test_io_vectored_read_past_end_is_error,
+				       t_setup),
+		cmocka_unit_test_setup(test_io_vectored_over_iov_max, t_setup),
+		cmocka_unit_test_setup(test_io_trim_punches_holes, t_setup),
 	};
 	const char *base = getenv("NBDRAID_TEST_DIR");
 	int r;
 
+	t_init();
 	raid_set_log(quiet_log);
 	/* /var/tmp: a disk filesystem, where O_DIRECT needs alignment. */
 	snprintf(dir, sizeof(dir), "%s/nbdraid-test-io.XXXXXX",

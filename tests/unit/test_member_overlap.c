@@ -24,6 +24,7 @@
 
 #include <cmocka.h>
 
+#include "helpers.h"
 #include "member_overlap.h"
 #include "raid.h"
 
@@ -548,24 +549,44 @@ int
 main(void)
 {
 	const struct CMUnitTest pure[] = {
-		cmocka_unit_test(test_member_overlap_partition_and_its_disk),
-		cmocka_unit_test(test_member_overlap_two_partitions_are_disjoint),
-		cmocka_unit_test(test_member_overlap_adjacent_ranges_do_not_overlap),
-		cmocka_unit_test(test_member_overlap_file_is_not_a_device),
-		cmocka_unit_test(test_member_overlap_files_of_one_filesystem),
-		cmocka_unit_test(test_member_overlap_holder_uses_all_of_its_slave),
+		cmocka_unit_test_setup(
+			test_member_overlap_partition_and_its_disk, t_setup),
+		cmocka_unit_test_setup(
+			test_member_overlap_two_partitions_are_disjoint,
+			t_setup),
+		cmocka_unit_test_setup(
+			test_member_overlap_adjacent_ranges_do_not_overlap,
+			t_setup),
+		cmocka_unit_test_setup(test_member_overlap_file_is_not_a_device,
+				       t_setup),
+		cmocka_unit_test_setup(
+			test_member_overlap_files_of_one_filesystem, t_setup),
+		cmocka_unit_test_setup(
+			test_member_overlap_holder_uses_all_of_its_slave,
+			t_setup),
 	};
 	const struct CMUnitTest sysfs[] = {
-		cmocka_unit_test(test_member_overlap_check_partition),
-		cmocka_unit_test(test_member_overlap_check_two_partitions_accepted),
-		cmocka_unit_test(test_member_overlap_check_loop_and_backing_file),
-		cmocka_unit_test(test_member_overlap_check_loops_on_one_file),
-		cmocka_unit_test(test_member_overlap_check_holder_and_slaves),
-		cmocka_unit_test(test_member_overlap_check_file_on_filesystem),
-		cmocka_unit_test(test_member_overlap_check_skips_members_without_fd),
+		cmocka_unit_test_setup(test_member_overlap_check_partition,
+				       t_setup),
+		cmocka_unit_test_setup(
+			test_member_overlap_check_two_partitions_accepted,
+			t_setup),
+		cmocka_unit_test_setup(
+			test_member_overlap_check_loop_and_backing_file,
+			t_setup),
+		cmocka_unit_test_setup(
+			test_member_overlap_check_loops_on_one_file, t_setup),
+		cmocka_unit_test_setup(
+			test_member_overlap_check_holder_and_slaves, t_setup),
+		cmocka_unit_test_setup(
+			test_member_overlap_check_file_on_filesystem, t_setup),
+		cmocka_unit_test_setup(
+			test_member_overlap_check_skips_members_without_fd,
+			t_setup),
 	};
 	int r;
 
+	t_init();
 	raid_set_log(capture_log);
 	r = cmocka_run_group_tests(pure, NULL, NULL);
 	return r | cmocka_run_group_tests(sysfs, setup_tree, teardown_tree);

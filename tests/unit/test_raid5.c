@@ -758,21 +758,35 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_raid5_matches_md_pictures),
-		cmocka_unit_test(test_raid5_map_matches_model),
-		cmocka_unit_test(test_raid5_setup_names_and_refusals),
-		cmocka_unit_test(test_raid5_parity_xor_matches_naive),
-		cmocka_unit_test(test_raid5_reconstructs_any_member),
-		cmocka_unit_test(test_raid5_rmw_or_rcw_by_member_reads),
-		cmocka_unit_test(test_raid5_random_ops),
-		cmocka_unit_test(test_raid5_concurrent_writes_keep_parity),
-		cmocka_unit_test(test_raid5_full_stripe_write_reads_nothing),
-		cmocka_unit_test(test_raid5_check_counts_bad_stripes),
-		cmocka_unit_test(test_raid5_zero_trim_fua_sync_every_member),
-		cmocka_unit_test(test_raid5_fast_zero_partial_stripe_is_enotsup),
-		cmocka_unit_test(test_raid5_trim_refused_by_one_member_keeps_parity),
-		cmocka_unit_test(test_raid5_parity_scratch_given_back),
+		cmocka_unit_test_setup(test_raid5_matches_md_pictures, t_setup),
+		cmocka_unit_test_setup(test_raid5_map_matches_model, t_setup),
+		cmocka_unit_test_setup(test_raid5_setup_names_and_refusals,
+				       t_setup),
+		cmocka_unit_test_setup(test_raid5_parity_xor_matches_naive,
+				       t_setup),
+		cmocka_unit_test_setup(test_raid5_reconstructs_any_member,
+				       t_setup),
+		cmocka_unit_test_setup(test_raid5_rmw_or_rcw_by_member_reads,
+				       t_setup),
+		cmocka_unit_test_setup(test_raid5_random_ops, t_setup),
+		cmocka_unit_test_setup(test_raid5_concurrent_writes_keep_parity,
+				       t_setup),
+		cmocka_unit_test_setup(
+			test_raid5_full_stripe_write_reads_nothing, t_setup),
+		cmocka_unit_test_setup(test_raid5_check_counts_bad_stripes,
+				       t_setup),
+		cmocka_unit_test_setup(
+			test_raid5_zero_trim_fua_sync_every_member, t_setup),
+		cmocka_unit_test_setup(
+			test_raid5_fast_zero_partial_stripe_is_enotsup,
+			t_setup),
+		cmocka_unit_test_setup(
+			test_raid5_trim_refused_by_one_member_keeps_parity,
+			t_setup),
+		cmocka_unit_test_setup(test_raid5_parity_scratch_given_back,
+				       t_setup),
 	};
 
+	t_init();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

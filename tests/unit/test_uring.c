@@ -69,6 +69,7 @@ setup(void **state)
 	struct fixture *f = calloc(1, sizeof(*f));
 	int fd;
 
+	t_reset();
 	snprintf(f->path, sizeof(f->path), "/var/tmp/nbdraid-uring-XXXXXX");
 	fd = mkstemp(f->path);
 	assert_true(fd >= 0);
@@ -159,6 +160,7 @@ main(void)
 		return 77;
 	}
 	io_uring_queue_exit(&ring);
+	t_init();
 	raid_set_log(quiet_log);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
