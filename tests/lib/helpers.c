@@ -1,4 +1,4 @@
-/* helpers.c: the shared test helpers (helpers.h): seed and filter. */
+/* helpers.c: the shared test helpers (helpers.h): seed, filter, log capture. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +12,17 @@
 
 uint64_t t_rand_state = T_SEED_DEFAULT;
 static uint64_t base_seed = T_SEED_DEFAULT;
+char t_last_error[T_LAST_ERROR_MAX];
+
+void
+t_fill_random(void *p, uint64_t len)
+{
+	uint8_t *b = p;
+
+	for (uint64_t i = 0; i < len; i++) {
+		b[i] = t_rand(256);
+	}
+}
 
 /* xorshift stays at 0 from 0: a seed must be a nonzero number. */
 void
@@ -43,6 +54,7 @@ void
 t_reset(void)
 {
 	t_rand_state = base_seed;
+	t_last_error[0] = '\0';
 }
 
 int
@@ -51,4 +63,12 @@ t_setup(void **state)
 	(void)state;
 	t_reset();
 	return 0;
+}
+
+void
+t_capture_log(enum raid_log_level lvl, const char *fmt, va_list ap)
+{
+	if (lvl == RAID_LOG_ERROR) {
+		vsnprintf(t_last_error, sizeof(t_last_error), fmt, ap);
+	}
 }

@@ -12,7 +12,10 @@
 #ifndef TEST_HELPERS_H
 #define TEST_HELPERS_H
 
+#include <stdarg.h>
 #include <stdint.h>
+
+#include "raid.h"
 
 #define T_SEED_DEFAULT 42
 
@@ -34,11 +37,19 @@ t_rand(uint64_t n)
 	return n ? t_rand_next(&t_rand_state) % n : 0;
 }
 
+/* len bytes of t_rand(256). */
+void t_fill_random(void *p, uint64_t len);
+
 /* Once, in main(): the base seed (printed) and the test filter. */
 void t_init(void);
-/* A case's start: the generator back to the base seed. */
+/* A case's start: the base seed, no error captured. */
 void t_reset(void);
 /* cmocka setup for cases without a fixture: t_reset(). */
 int t_setup(void **state);
+
+/* A log sink keeping the last error message in t_last_error. */
+#define T_LAST_ERROR_MAX 8192
+extern char t_last_error[T_LAST_ERROR_MAX];
+void t_capture_log(enum raid_log_level lvl, const char *fmt, va_list ap);
 
 #endif

@@ -28,16 +28,6 @@
 
 #define CHUNK 4096u
 
-static char last_error[512];
-
-static void
-capture_log(enum raid_log_level lvl, const char *fmt, va_list ap)
-{
-	if (lvl == RAID_LOG_ERROR) {
-		vsnprintf(last_error, sizeof(last_error), fmt, ap);
-	}
-}
-
 struct fixture {
 	struct raid_config cfg;
 	struct raid_member *m;
@@ -126,9 +116,7 @@ random_ops_at(int level, const char *layout, unsigned n, uint64_t data_offset)
 		unsigned op = t_rand(10);
 
 		if (op < 5) {
-			for (uint64_t j = 0; j < len; j++) {
-				buf[j] = t_rand(256);
-			}
+			t_fill_random(buf, len);
 			assert_int_equal(raid_pwrite(f.a, buf, len, off,
 						     op == 0 ? RAID_FUA : 0), 0);
 			memcpy(model + off, buf, len);
@@ -239,7 +227,7 @@ test_array_member_size(void **state)
 	free_array(&f);
 	assert_int_equal(make_array_at(&f, 0, NULL, 2, 5 * CHUNK + 1535 + 512,
 				       512), -EINVAL);
-	assert_string_equal(last_error,
+	assert_string_equal(t_last_error,
 			    "member 0 (mem0): size 22527 is smaller than data-offset 512 plus member-size 22016");
 	mem_members_free(f.m, f.n);
 	raid_config_free(&f.cfg);
@@ -309,7 +297,7 @@ test_array_refuses_member_smaller_than_chunk(void **state)
 	cfg.level = 0;
 	cfg.chunk_bytes = CHUNK;
 	assert_int_equal(array_create(&cfg, m, 2, &a), -EINVAL);
-	assert_string_equal(last_error,
+	assert_string_equal(t_last_error,
 			    "member 1 (mem1): size 4095 is smaller than one chunk (4096)");
 	mem_members_free(m, 2);
 }
@@ -331,7 +319,7 @@ test_array_refuses_same_file_twice(void **state)
 	m[2].dev = m[0].dev;
 	m[2].ino = m[0].ino;
 	assert_int_equal(array_create(&cfg, m, 3, &a), -EINVAL);
-	assert_string_equal(last_error,
+	assert_string_equal(t_last_error,
 			    "member 2 (mem2): same file as member 0 (mem0)");
 	m[0].fd = m[2].fd = -1;
 	mem_members_free(m, 3);
@@ -347,11 +335,11 @@ test_array_member_error_propagates(void **state)
 	(void)state;
 	assert_int_equal(make_array(&f, 0, NULL, 3, 8 * CHUNK), 0);
 	mem_of(&f.m[1])->fail_always = true;
-	last_error[0] = '\0';
+	t_last_error[0] = '\0';
 	/* Chunk 0 is on member 0: unaffected. */
 	assert_int_equal(raid_pread(f.a, buf, CHUNK, 0, 0), 0);
 	assert_int_equal(raid_pread(f.a, buf, 3 * CHUNK, 0, 0), -EIO);
-	assert_non_null(strstr(last_error, "member 1 (mem1): read at 0+4096"));
+	assert_non_null(strstr(t_last_error, "member 1 (mem1): read at 0+4096"));
 	mem_of(&f.m[1])->fail_errno = ENOSPC;
 	assert_int_equal(raid_pwrite(f.a, buf, 2 * CHUNK, 100, 0), -ENOSPC);
 	assert_int_equal(raid_flush(f.a), -ENOSPC);
@@ -435,14 +423,6 @@ test_array_sequential_mirror_read_is_one_member_io(void **state)
 	free_array(&f);
 }
 
-static void
-fill_random(uint8_t *p, uint64_t len)
-{
-	for (uint64_t j = 0; j < len; j++) {
-		p[j] = t_rand(256);
-	}
-}
-
 /* Zero every member's request counters. */
 static void
 reset_counts(struct fixture *f)
@@ -482,7 +462,7 @@ test_array_striped_1m_is_one_member_io_each(void **state)
 		offs[3] = CHUNK;
 		offs[4] = f.a->size - sizeof(buf);
 		for (unsigned i = 0; i < 5; i++) {
-			fill_random(buf, sizeof(buf));
+			t_fill_random(buf, sizeof(buf));
 			reset_counts(&f);
 			assert_int_equal(raid_pwrite(f.a, buf, sizeof(buf),
 						     offs[i], 0), 0);
@@ -514,11 +494,11 @@ test_array_vectored_error_propagates(void **state)
 
 	(void)state;
 	assert_int_equal(make_array(&f, 0, NULL, 2, 64 * CHUNK), 0);
-	fill_random(buf, sizeof(buf));
+	t_fill_random(buf, sizeof(buf));
 	mem_of(&f.m[1])->fail_at = 1;
-	last_error[0] = '\0';
+	t_last_error[0] = '\0';
 	assert_int_equal(raid_pwrite(f.a, buf, sizeof(buf), 0, 0), -EIO);
-	assert_non_null(strstr(last_error, "member 1 (mem1): write at 0+131072"));
+	assert_non_null(strstr(t_last_error, "member 1 (mem1): write at 0+131072"));
 	/* The other member's vectored write completed, all of it. */
 	assert_int_equal(mem_of(&f.m[0])->vectored, 1);
 	for (unsigned k = 0; k < 64; k += 2) {
@@ -527,7 +507,7 @@ test_array_vectored_error_propagates(void **state)
 	}
 	mem_of(&f.m[0])->fail_always = true;
 	assert_int_equal(raid_pread(f.a, got, sizeof(got), 0, 0), -EIO);
-	assert_non_null(strstr(last_error, "member 0 (mem0): read at 0+131072"));
+	assert_non_null(strstr(t_last_error, "member 0 (mem0): read at 0+131072"));
 	free_array(&f);
 }
 
@@ -544,7 +524,7 @@ test_array_vector_capped_at_iov_max(void **state)
 
 	(void)state;
 	assert_int_equal(make_array(&f, 0, NULL, 2, len / 2), 0);
-	fill_random(w, len);
+	t_fill_random(w, len);
 	assert_int_equal(raid_pwrite(f.a, w, len, 0, 0), 0);
 	reset_counts(&f);
 	assert_int_equal(raid_pread(f.a, r, len, 0, 0), 0);
@@ -589,7 +569,7 @@ random_big_ops(int level, const char *layout, unsigned n)
 			len = MIN(ROUND_UP(len, CHUNK), size - off);
 		}
 		if (op < 4) {
-			fill_random(p, len);
+			t_fill_random(p, len);
 			assert_int_equal(raid_pwrite(f.a, p, len, off,
 						     op == 0 ? RAID_FUA : 0), 0);
 			memcpy(model + off, p, len);
@@ -645,7 +625,7 @@ test_array_raid10_read_is_one_io_per_pair(void **state)
 
 	(void)state;
 	assert_int_equal(make_array(&f, 10, "n2", 4, 32 * CHUNK), 0);
-	fill_random(w, sizeof(w));
+	t_fill_random(w, sizeof(w));
 	assert_int_equal(raid_pwrite(f.a, w, sizeof(w), 0, 0), 0);
 	reset_counts(&f);
 	assert_int_equal(raid_pread(f.a, r, sizeof(r), 0, 0), 0);
@@ -997,6 +977,6 @@ main(void)
 	};
 
 	t_init();
-	raid_set_log(capture_log);
+	raid_set_log(t_capture_log);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

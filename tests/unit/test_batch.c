@@ -22,14 +22,6 @@
 #include "mem_backend.h"
 #include "util.h"
 
-static void
-fill_random(uint8_t *p, uint64_t len)
-{
-	for (uint64_t i = 0; i < len; i++) {
-		p[i] = t_rand(256);
-	}
-}
-
 /*
  * O_DIRECT members need every segment aligned, not only the whole: a
  * piece whose buffer or length is not aligned for the member starts a
@@ -71,7 +63,7 @@ test_batch_unaligned_segment_is_not_merged(void **state)
 	/* Aligned: every segment reaches the member as it was queued. */
 	batch_reset(&b);
 	memset(mem, 0, sizeof(mem));
-	fill_random(mem_of(m)->data, 65536);
+	t_fill_random(mem_of(m)->data, 65536);
 	assert_int_equal(batch_read(&b, m, mem + 4096, 1024, 512), 0);
 	assert_int_equal(batch_read(&b, m, mem, 512, 1536), 0);
 	assert_int_equal(batch_read(&b, m, mem + 512, 512, 2048), 0);
@@ -108,10 +100,10 @@ test_batch_vectors_survive_growth(void **state)
 
 		batch_reset(&b);
 		for (unsigned i = 0; i < NM; i++) {
-			fill_random(mem_of(&m[i])->data, MSIZE);
+			t_fill_random(mem_of(&m[i])->data, MSIZE);
 			next[i] = t_rand(4096); /* ascending: no overlap */
 		}
-		fill_random(mem, sizeof(mem));
+		t_fill_random(mem, sizeof(mem));
 		for (unsigned s = 0; s < STEPS; s++) {
 			unsigned k = t_rand(NM);
 			uint64_t len = 1 + t_rand(300);

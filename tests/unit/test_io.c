@@ -106,9 +106,7 @@ run_random(const char *where, int level, enum raid_io_mode io, bool direct)
 		/* A buffer 1..63 bytes past an aligned address. */
 		buf = raw + 1 + t_rand(63);
 		if (op < 4) {
-			for (uint64_t j = 0; j < len; j++) {
-				buf[j] = t_rand(256);
-			}
+			t_fill_random(buf, len);
 			assert_int_equal(raid_pwrite(a, buf, len, off,
 						     op == 0 ? RAID_FUA : 0), 0);
 			memcpy(model + off, buf, len);

@@ -31,16 +31,6 @@
 #define MiB (1024 * 1024ull)
 #define ALL OVERLAP_ALL
 
-static char last_error[PATH_MAX * 2];
-
-static void
-capture_log(enum raid_log_level lvl, const char *fmt, va_list ap)
-{
-	if (lvl == RAID_LOG_ERROR) {
-		vsnprintf(last_error, sizeof(last_error), fmt, ap);
-	}
-}
-
 /* ---- the pure rule ------------------------------------------------------ */
 
 #define BLK(d, how, s, e, name) { { true, (d), 0 }, (how), (s), (e), (name) }
@@ -433,19 +423,19 @@ check2(struct raid_member a, struct raid_member b)
 
 	m[0].role = 0;
 	m[1].role = 1;
-	last_error[0] = '\0';
+	t_last_error[0] = '\0';
 	return member_overlap_check_env(&env, m, 2);
 }
 
 static void
 expect_refused(struct raid_member a, struct raid_member b, const char *why)
 {
-	char want[sizeof(last_error)];
+	char want[sizeof(t_last_error)];
 
 	assert_int_equal(check2(a, b), -EINVAL);
 	snprintf(want, sizeof(want), "member 1 (%s): overlaps member 0 (%s): %s",
 		 b.path, a.path, why);
-	assert_string_equal(last_error, want);
+	assert_string_equal(t_last_error, want);
 }
 
 #define LOOP(n, size) blk("loop" #n, 7, n, size)
@@ -461,7 +451,7 @@ test_member_overlap_check_partition(void **state)
 	expect_refused(LOOP(0, 8 * MiB), P1, "a partition of it");
 	expect_refused(P2, LOOP(0, 8 * MiB), "member 0 is a partition of it");
 	assert_int_equal(check2(P1, P1), -EINVAL);
-	assert_string_equal(last_error,
+	assert_string_equal(t_last_error,
 			    "member 1 (/dev/loop0p1): same file as member 0 (/dev/loop0p1)");
 }
 
@@ -471,7 +461,7 @@ test_member_overlap_check_two_partitions_accepted(void **state)
 {
 	(void)state;
 	assert_int_equal(check2(P1, P2), 0);
-	assert_string_equal(last_error, "");
+	assert_string_equal(t_last_error, "");
 }
 
 /* A loop device (sysfs loop/) and its backing file; a partition of it. */
@@ -587,7 +577,7 @@ main(void)
 	int r;
 
 	t_init();
-	raid_set_log(capture_log);
+	raid_set_log(t_capture_log);
 	r = cmocka_run_group_tests(pure, NULL, NULL);
 	return r | cmocka_run_group_tests(sysfs, setup_tree, teardown_tree);
 }

@@ -178,14 +178,6 @@ data_member_of(const struct raid_geom *g, uint64_t s, unsigned j)
 	return loc.member;
 }
 
-static void
-fill_random(uint8_t *p, size_t len)
-{
-	for (size_t i = 0; i < len; i++) {
-		p[i] = t_rand(256);
-	}
-}
-
 /* parity_xor equals a byte loop: aligned or not, any length. */
 static void
 test_raid5_parity_xor_matches_naive(void **state)
@@ -207,7 +199,7 @@ test_raid5_parity_xor_matches_naive(void **state)
 
 		for (unsigned i = 0; i < n; i++) {
 			s[i] = src[i] + skew;
-			fill_random(s[i], len);
+			t_fill_random(s[i], len);
 		}
 		for (size_t b = 0; b < len; b++) {
 			uint8_t x = 0;
@@ -254,7 +246,7 @@ test_raid5_reconstructs_any_member(void **state)
 
 					raid5_layout.map(&g, s * (n - 1) + d, &loc);
 					assert_int_not_equal(loc.member, p);
-					fill_random(chunks[loc.member], CHUNK);
+					t_fill_random(chunks[loc.member], CHUNK);
 					data[nd++] = chunks[loc.member];
 				}
 				assert_int_equal(parity_xor(chunks[p], data, nd, CHUNK), 0);
@@ -392,7 +384,7 @@ test_raid5_rmw_or_rcw_by_member_reads(void **state)
 				unsigned want[16], pr;
 				unsigned p = raid5_parity_member(&f.a->g, 1);
 
-				fill_random(buf, e - s);
+				t_fill_random(buf, e - s);
 				reset_counts(&f);
 				/* Stripe 1: a stripe with parity off the last member. */
 				assert_int_equal(raid_pwrite(f.a, buf, e - s, base + s, 0), 0);
@@ -439,7 +431,7 @@ test_raid5_random_ops(void **state)
 				unsigned op = t_rand(8);
 
 				if (op < 4) {
-					fill_random(buf, len);
+					t_fill_random(buf, len);
 					assert_int_equal(raid_pwrite(f.a, buf, len, off,
 								     op == 0 ? RAID_FUA : 0), 0);
 					memcpy(model + off, buf, len);
@@ -535,7 +527,7 @@ test_raid5_full_stripe_write_reads_nothing(void **state)
 
 	(void)state;
 	r5_open(&f, 4, NULL, 4 * MCHUNK);
-	fill_random(buf, sizeof(buf));
+	t_fill_random(buf, sizeof(buf));
 	assert_int_equal(raid_pwrite(f.a, buf, sizeof(buf), 3 * MCHUNK, RAID_FUA), 0);
 	for (unsigned m = 0; m < 4; m++) {
 		assert_int_equal(mem_of(&f.m[m])->count[IO_READ], 0);
@@ -622,7 +614,7 @@ test_raid5_fast_zero_partial_stripe_is_enotsup(void **state)
 
 	(void)state;
 	r5_open(&f, 4, NULL, 5 * MCHUNK);
-	fill_random(buf, 4 * sb);
+	t_fill_random(buf, 4 * sb);
 	assert_int_equal(raid_pwrite(f.a, buf, 4 * sb, 0, 0), 0);
 	for (unsigned c = 0; c < 4; c++) {
 		reset_counts(&f);
@@ -665,7 +657,7 @@ test_raid5_trim_refused_by_one_member_keeps_parity(void **state)
 	(void)state;
 	for (unsigned refuser = 0; refuser < 4; refuser++) {
 		r5_open(&f, 4, NULL, 5 * MCHUNK);
-		fill_random(buf, 4 * sb);
+		t_fill_random(buf, 4 * sb);
 		assert_int_equal(raid_pwrite(f.a, buf, 4 * sb, 0, 0), 0);
 		mem_of(&f.m[refuser])->refuse_ops =
 			1u << IO_TRIM | 1u << IO_PUNCH;
@@ -718,7 +710,7 @@ test_raid5_parity_scratch_given_back(void **state)
 	cfg.level = 5;
 	cfg.chunk_bytes = CH;
 	assert_int_equal(array_create(&cfg, m, 4, &a), 0);
-	fill_random(buf, 3 * CH);
+	t_fill_random(buf, 3 * CH);
 	/* Partial: reads old data, so the whole scratch is used. */
 	assert_int_equal(raid_pwrite(a, buf, 3 * CH - 4096, 4096, 0), 0);
 	assert_true(bounce_held(BOUNCE_PARITY) <= BOUNCE_KEEP);
@@ -738,7 +730,7 @@ test_raid5_check_counts_bad_stripes(void **state)
 
 	(void)state;
 	r5_open(&f, 4, "right-asymmetric", 8 * MCHUNK);
-	fill_random(buf, sizeof(buf));
+	t_fill_random(buf, sizeof(buf));
 	assert_int_equal(raid_pwrite(f.a, buf, sizeof(buf), 1000, 0), 0);
 	assert_int_equal(raid_check(f.a, &res), 0);
 	assert_int_equal(res.unit, RAID_CHECK_STRIPE);

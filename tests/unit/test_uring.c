@@ -79,9 +79,7 @@ setup(void **state)
 				     RAID_IO_URING), 0);
 	f->data = malloc(NREQ * REQ_BYTES);
 	f->got = malloc(NREQ * REQ_BYTES);
-	for (unsigned i = 0; i < NREQ * REQ_BYTES; i++) {
-		f->data[i] = t_rand(256);
-	}
+	t_fill_random(f->data, NREQ * REQ_BYTES);
 	*state = f;
 	return 0;
 }
