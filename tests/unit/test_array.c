@@ -25,6 +25,7 @@
 #include "fixture.h"
 #include "helpers.h"
 #include "mem_backend.h"
+#include "model.h"
 #include "util.h"
 
 #define CHUNK FIXTURE_CHUNK
@@ -54,14 +55,11 @@ random_ops_at(struct fixture *f, int level, const char *layout, unsigned n,
 		unsigned op = t_rand(10);
 
 		if (op < 5) {
-			t_fill_random(buf, len);
-			assert_int_equal(raid_pwrite(f->a, buf, len, off,
-						     op == 0 ? RAID_FUA : 0), 0);
-			memcpy(model + off, buf, len);
+			model_write(f->a, model, buf, len, off,
+				    op == 0 ? RAID_FUA : 0);
 		} else if (op < 7) {
-			assert_int_equal(raid_zero(f->a, len, off,
-						   op == 5 ? RAID_MAY_TRIM : 0), 0);
-			memset(model + off, 0, len);
+			model_zero(f->a, model, len, off,
+				   op == 5 ? RAID_MAY_TRIM : 0);
 		} else if (op == 7 && level != 5) {
 			/*
 			 * Trim on memory members reads back zero (RAID 5 keeps
@@ -70,12 +68,10 @@ random_ops_at(struct fixture *f, int level, const char *layout, unsigned n,
 			assert_int_equal(raid_trim(f->a, len, off, 0), 0);
 			memset(model + off, 0, len);
 		} else {
-			assert_int_equal(raid_pread(f->a, buf, len, off, 0), 0);
-			assert_memory_equal(buf, model + off, len);
+			model_read(f->a, model, buf, len, off);
 		}
 	}
-	assert_int_equal(raid_pread(f->a, buf, size, 0, 0), 0);
-	assert_memory_equal(buf, model, size);
+	model_read(f->a, model, buf, size, 0);
 	fixture_check_members(f, model);
 	fixture_check_before_data(f);
 	free(model);
@@ -351,19 +347,14 @@ test_array_striped_1m_is_one_member_io_each(void **state)
 		offs[3] = CHUNK;
 		offs[4] = f->a->size - sizeof(buf);
 		for (unsigned i = 0; i < 5; i++) {
-			t_fill_random(buf, sizeof(buf));
 			fixture_reset_counts(f);
-			assert_int_equal(raid_pwrite(f->a, buf, sizeof(buf),
-						     offs[i], 0), 0);
-			memcpy(model + offs[i], buf, sizeof(buf));
+			model_write(f->a, model, buf, sizeof(buf), offs[i], 0);
 			for (unsigned m = 0; m < n; m++) {
 				assert_int_equal(mem_of(&f->m[m])->count[IO_WRITE], 1);
 				assert_int_equal(mem_of(&f->m[m])->vectored, 1);
 			}
 			fixture_reset_counts(f);
-			assert_int_equal(raid_pread(f->a, got, sizeof(got),
-						    offs[i], 0), 0);
-			assert_memory_equal(got, model + offs[i], sizeof(got));
+			model_read(f->a, model, got, sizeof(got), offs[i]);
 			for (unsigned m = 0; m < n; m++) {
 				assert_int_equal(mem_of(&f->m[m])->count[IO_READ], 1);
 			}
@@ -456,20 +447,15 @@ random_big_ops(struct fixture *f, int level, const char *layout, unsigned n)
 			len = MIN(ROUND_UP(len, CHUNK), size - off);
 		}
 		if (op < 4) {
-			t_fill_random(p, len);
-			assert_int_equal(raid_pwrite(f->a, p, len, off,
-						     op == 0 ? RAID_FUA : 0), 0);
-			memcpy(model + off, p, len);
+			model_write(f->a, model, p, len, off,
+				    op == 0 ? RAID_FUA : 0);
 		} else if (op == 4) {
-			assert_int_equal(raid_zero(f->a, len, off, 0), 0);
-			memset(model + off, 0, len);
+			model_zero(f->a, model, len, off, 0);
 		} else {
-			assert_int_equal(raid_pread(f->a, p, len, off, 0), 0);
-			assert_memory_equal(p, model + off, len);
+			model_read(f->a, model, p, len, off);
 		}
 	}
-	assert_int_equal(raid_pread(f->a, buf, size, 0, 0), 0);
-	assert_memory_equal(buf, model, size);
+	model_read(f->a, model, buf, size, 0);
 	fixture_check_members(f, model);
 	for (unsigned i = 0; i < n; i++) {
 		vectored += mem_of(&f->m[i])->vectored;

@@ -28,6 +28,7 @@
 #include "io/bounce.h"
 #include "layout.h"
 #include "mem_backend.h"
+#include "model.h"
 #include "parity.h"
 #include "util.h"
 
@@ -380,14 +381,11 @@ test_raid5_random_ops(void **state)
 				unsigned op = t_rand(8);
 
 				if (op < 4) {
-					t_fill_random(buf, len);
-					assert_int_equal(raid_pwrite(f->a, buf, len, off,
-								     op == 0 ? RAID_FUA : 0), 0);
-					memcpy(model + off, buf, len);
+					model_write(f->a, model, buf, len, off,
+						    op == 0 ? RAID_FUA : 0);
 				} else if (op < 6) {
-					assert_int_equal(raid_zero(f->a, len, off,
-								   op == 4 ? RAID_MAY_TRIM : 0), 0);
-					memset(model + off, 0, len);
+					model_zero(f->a, model, len, off,
+						   op == 4 ? RAID_MAY_TRIM : 0);
 				} else if (op == 6) {
 					/* Trim: whole stripes read zero, the rest is kept. */
 					uint64_t sb = (uint64_t)(n - 1) * MCHUNK;
@@ -399,12 +397,10 @@ test_raid5_random_ops(void **state)
 						memset(model + x, 0, sb);
 					}
 				} else {
-					assert_int_equal(raid_pread(f->a, buf, len, off, 0), 0);
-					assert_memory_equal(buf, model + off, len);
+					model_read(f->a, model, buf, len, off);
 				}
 			}
-			assert_int_equal(raid_pread(f->a, buf, size, 0, 0), 0);
-			assert_memory_equal(buf, model, size);
+			model_read(f->a, model, buf, size, 0);
 			fixture_check_parity(f);
 			free(model);
 			free(buf);
