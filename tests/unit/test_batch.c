@@ -17,18 +17,11 @@
 
 #include <cmocka.h>
 
+#include "fixture.h"
 #include "helpers.h"
 #include "io/batch.h"
 #include "mem_backend.h"
 #include "util.h"
-
-static void
-fill_random(uint8_t *p, uint64_t len)
-{
-	for (uint64_t i = 0; i < len; i++) {
-		p[i] = t_rand(256);
-	}
-}
 
 /*
  * O_DIRECT members need every segment aligned, not only the whole: a
@@ -40,10 +33,13 @@ static void
 test_batch_unaligned_segment_is_not_merged(void **state)
 {
 	static uint8_t mem[65536] __attribute__((aligned(4096)));
-	struct raid_member *m = mem_members_create(1, 65536);
+	struct fixture *f = *state;
+	struct fixture_spec s = { .n = 1, .mem_size = 65536 };
+	struct raid_member *m;
 	struct batch b;
 
-	(void)state;
+	fixture_members(f, &s);
+	m = f->m;
 	m->mem_align = 8;
 	m->io_align = 512;
 	batch_init(&b);
@@ -71,7 +67,7 @@ test_batch_unaligned_segment_is_not_merged(void **state)
 	/* Aligned: every segment reaches the member as it was queued. */
 	batch_reset(&b);
 	memset(mem, 0, sizeof(mem));
-	fill_random(mem_of(m)->data, 65536);
+	t_fill_random(mem_of(m)->data, 65536);
 	assert_int_equal(batch_read(&b, m, mem + 4096, 1024, 512), 0);
 	assert_int_equal(batch_read(&b, m, mem, 512, 1536), 0);
 	assert_int_equal(batch_read(&b, m, mem + 512, 512, 2048), 0);
@@ -81,7 +77,6 @@ test_batch_unaligned_segment_is_not_merged(void **state)
 	assert_memory_equal(mem + 4096, mem_of(m)->data + 512, 1024);
 	assert_memory_equal(mem, mem_of(m)->data + 1536, 1024);
 	batch_fini(&b);
-	mem_members_free(m, 1);
 }
 
 /*
@@ -94,13 +89,16 @@ static void
 test_batch_vectors_survive_growth(void **state)
 {
 	enum { NM = 4, MSIZE = 1 << 20, STEPS = 3000 };
-	struct raid_member *m = mem_members_create(NM, MSIZE);
+	struct fixture *f = *state;
+	struct fixture_spec spec = { .n = NM, .mem_size = MSIZE };
+	struct raid_member *m;
 	struct batch b;
 	uint64_t next[NM];
 	static uint8_t mem[STEPS * 512];
 	struct { unsigned m; uint64_t off, len; uint8_t *buf; } io[STEPS];
 
-	(void)state;
+	fixture_members(f, &spec);
+	m = f->m;
 	batch_init(&b);
 	for (unsigned op = IO_READ; op <= IO_WRITE; op++) {
 		uint8_t *at = mem;
@@ -108,10 +106,10 @@ test_batch_vectors_survive_growth(void **state)
 
 		batch_reset(&b);
 		for (unsigned i = 0; i < NM; i++) {
-			fill_random(mem_of(&m[i])->data, MSIZE);
+			t_fill_random(mem_of(&m[i])->data, MSIZE);
 			next[i] = t_rand(4096); /* ascending: no overlap */
 		}
-		fill_random(mem, sizeof(mem));
+		t_fill_random(mem, sizeof(mem));
 		for (unsigned s = 0; s < STEPS; s++) {
 			unsigned k = t_rand(NM);
 			uint64_t len = 1 + t_rand(300);
@@ -145,18 +143,20 @@ test_batch_vectors_survive_growth(void **state)
 		}
 	}
 	batch_fini(&b);
-	mem_members_free(m, NM);
 }
 
 /* A batch emptied without running gives back its in-flight counts. */
 static void
 test_batch_reset_gives_back_inflight(void **state)
 {
-	struct raid_member *m = mem_members_create(2, 8 * 4096);
+	struct fixture *f = *state;
+	struct fixture_spec s = { .n = 2, .mem_size = 8 * 4096 };
+	struct raid_member *m;
 	struct batch b;
 	char buf[4096];
 
-	(void)state;
+	fixture_members(f, &s);
+	m = f->m;
 	batch_init(&b);
 	assert_int_equal(batch_read(&b, &m[0], buf, 4096, 0), 0);
 	assert_int_equal(batch_read(&b, &m[1], buf, 4096, 0), 0);
@@ -165,7 +165,6 @@ test_batch_reset_gives_back_inflight(void **state)
 	assert_int_equal(atomic_load(&m[0].inflight), 0);
 	assert_int_equal(atomic_load(&m[1].inflight), 0);
 	batch_fini(&b);
-	mem_members_free(m, 2);
 }
 
 
@@ -173,10 +172,17 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_batch_unaligned_segment_is_not_merged),
-		cmocka_unit_test(test_batch_vectors_survive_growth),
-		cmocka_unit_test(test_batch_reset_gives_back_inflight),
+		cmocka_unit_test_setup_teardown(
+			test_batch_unaligned_segment_is_not_merged,
+			fixture_setup, fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_batch_vectors_survive_growth, fixture_setup,
+			fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_batch_reset_gives_back_inflight, fixture_setup,
+			fixture_teardown),
 	};
 
+	t_init();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,18 +17,9 @@
 
 #include <cmocka.h>
 
+#include "helpers.h"
 #include "raid.h"
 #include "raid_config.h"
-
-static char last_error[1024];
-
-static void
-capture_log(enum raid_log_level lvl, const char *fmt, va_list ap)
-{
-	if (lvl == RAID_LOG_ERROR) {
-		vsnprintf(last_error, sizeof(last_error), fmt, ap);
-	}
-}
 
 /* Sizes take nbdkit's suffixes, powers of 1024. */
 static void
@@ -85,8 +76,8 @@ test_config_chunk_bounds(void **state)
 	assert_int_equal(c.chunk_bytes, RAID_DEFAULT_CHUNK);
 	for (unsigned i = 0; i < 5; i++) {
 		assert_int_equal(raid_config_set(&c, "chunk", bad[i]), -EINVAL);
-		assert_non_null(strstr(last_error, "must be a power of two from 4K to 16M"));
-		assert_non_null(strstr(last_error, bad[i]));
+		assert_non_null(strstr(t_last_error, "must be a power of two from 4K to 16M"));
+		assert_non_null(strstr(t_last_error, bad[i]));
 	}
 	assert_int_equal(raid_config_set(&c, "chunk", "16M"), 0);
 	assert_int_equal(c.chunk_bytes, 16u << 20);
@@ -109,12 +100,12 @@ test_config_data_offset(void **state)
 	assert_int_equal(raid_config_set(&c, "data-offset", "264192"), 0);
 	assert_int_equal(c.data_offset, 516 * 512);
 	assert_int_equal(raid_config_set(&c, "data-offset", "1M"), -EINVAL);
-	assert_string_equal(last_error,
+	assert_string_equal(t_last_error,
 			    "key 'data-offset' given twice (command line, command line)");
 	raid_config_free(&c);
 	raid_config_init(&c);
 	assert_int_equal(raid_config_set(&c, "data-offset", "1000"), -EINVAL);
-	assert_string_equal(last_error,
+	assert_string_equal(t_last_error,
 			    "data-offset '1000': must be a size in bytes (a multiple of 512) or in 512-byte sectors (2048s)");
 	assert_int_equal(raid_config_set(&c, "data-offset", "s"), -EINVAL);
 	assert_int_equal(raid_config_set(&c, "data-offset", "-8s"), -EINVAL);
@@ -138,9 +129,9 @@ test_config_member_size(void **state)
 	raid_config_free(&c);
 	raid_config_init(&c);
 	assert_int_equal(raid_config_set(&c, "member-size", "0"), -EINVAL);
-	assert_string_equal(last_error, "member-size '0': must not be zero");
+	assert_string_equal(t_last_error, "member-size '0': must not be zero");
 	assert_int_equal(raid_config_set(&c, "member-size", "513"), -EINVAL);
-	assert_string_equal(last_error,
+	assert_string_equal(t_last_error,
 			    "member-size '513': must be a size in bytes (a multiple of 512) or in 512-byte sectors (2048s)");
 	raid_config_free(&c);
 }
@@ -154,9 +145,9 @@ test_config_refuses_unknown_and_bad_values(void **state)
 	(void)state;
 	raid_config_init(&c);
 	assert_int_equal(raid_config_set(&c, "stripe", "64K"), -EINVAL);
-	assert_string_equal(last_error, "unknown parameter 'stripe'");
+	assert_string_equal(t_last_error, "unknown parameter 'stripe'");
 	assert_int_equal(raid_config_set(&c, "level", "6"), -EINVAL);
-	assert_string_equal(last_error, "level '6': must be 0, 1, 5 or 10");
+	assert_string_equal(t_last_error, "level '6': must be 0, 1, 5 or 10");
 	assert_int_equal(raid_config_set(&c, "direct", "perhaps"), -EINVAL);
 	assert_int_equal(raid_config_set(&c, "io", "aio"), -EINVAL);
 	assert_int_equal(raid_config_set(&c, "metadata", "1.2"), -EINVAL);
@@ -175,7 +166,7 @@ test_config_refuses_key_twice(void **state)
 	raid_config_init(&c);
 	assert_int_equal(raid_config_set(&c, "chunk", "64K"), 0);
 	assert_int_equal(raid_config_set(&c, "chunk", "64K"), -EINVAL);
-	assert_string_equal(last_error,
+	assert_string_equal(t_last_error,
 			    "key 'chunk' given twice (command line, command line)");
 	assert_int_equal(raid_config_set(&c, "member", "/a"), 0);
 	assert_int_equal(raid_config_set(&c, "member", "/b"), 0);
@@ -192,16 +183,16 @@ test_config_check(void **state)
 	(void)state;
 	raid_config_init(&c);
 	assert_int_equal(raid_config_check(&c), -EINVAL);
-	assert_non_null(strstr(last_error, "level= is required"));
+	assert_non_null(strstr(t_last_error, "level= is required"));
 	raid_config_set(&c, "level", "10");
 	raid_config_set(&c, "member", "/a");
 	assert_int_equal(raid_config_check(&c), -EINVAL);
-	assert_string_equal(last_error,
+	assert_string_equal(t_last_error,
 			    "level 10 needs at least 2 members, have 1");
 	raid_config_set(&c, "member", "/b");
 	raid_config_set(&c, "layout", "f3");
 	assert_int_equal(raid_config_check(&c), -EINVAL);
-	assert_string_equal(last_error,
+	assert_string_equal(t_last_error,
 			    "raid10 layout 'f3': 3 copies need at least 3 members, have 2");
 	raid_config_free(&c);
 	raid_config_init(&c);
@@ -209,7 +200,7 @@ test_config_check(void **state)
 	raid_config_set(&c, "member", "/a");
 	raid_config_set(&c, "layout", "n2");
 	assert_int_equal(raid_config_check(&c), -EINVAL);
-	assert_string_equal(last_error, "raid0 takes no layout (got 'n2')");
+	assert_string_equal(t_last_error, "raid0 takes no layout (got 'n2')");
 	raid_config_free(&c);
 }
 
@@ -256,10 +247,10 @@ test_config_file_loads(void **state)
 	assert_string_equal(c.members[1], "/abs/m1.img");
 	/* The file's keys may not be given again on the command line. */
 	assert_int_equal(raid_config_set(&c, "chunk", "128K"), -EINVAL);
-	assert_non_null(strstr(last_error, "key 'chunk' given twice (config file "));
-	assert_non_null(strstr(last_error, "a.conf, command line)"));
+	assert_non_null(strstr(t_last_error, "key 'chunk' given twice (config file "));
+	assert_non_null(strstr(t_last_error, "a.conf, command line)"));
 	assert_int_equal(raid_config_set(&c, "member", "/x"), -EINVAL);
-	assert_non_null(strstr(last_error, "key 'member' given in both the config file"));
+	assert_non_null(strstr(t_last_error, "key 'member' given in both the config file"));
 	raid_config_free(&c);
 	unlink(path);
 	free(path);
@@ -281,16 +272,16 @@ test_config_file_conflicts_with_command_line(void **state)
 	raid_config_init(&c);
 	assert_int_equal(raid_config_set(&c, "level", "0"), 0);
 	assert_int_equal(raid_config_set(&c, "config", path), -EINVAL);
-	assert_non_null(strstr(last_error, "b.conf line 1: rejected"));
+	assert_non_null(strstr(t_last_error, "b.conf line 1: rejected"));
 	raid_config_free(&c);
 	raid_config_init(&c);
 	assert_int_equal(raid_config_set(&c, "config", bad), -EINVAL);
-	assert_non_null(strstr(last_error, "c.conf line 2: expected key = value"));
+	assert_non_null(strstr(t_last_error, "c.conf line 2: expected key = value"));
 	raid_config_free(&c);
 	raid_config_init(&c);
 	assert_int_equal(raid_config_set(&c, "config", "/nonexistent.conf"),
 			 -ENOENT);
-	assert_string_equal(last_error,
+	assert_string_equal(t_last_error,
 			    "config file /nonexistent.conf: No such file or directory");
 	raid_config_free(&c);
 	unlink(path);
@@ -304,18 +295,21 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_config_parse_size),
-		cmocka_unit_test(test_config_parse_bool),
-		cmocka_unit_test(test_config_chunk_bounds),
-		cmocka_unit_test(test_config_data_offset),
-		cmocka_unit_test(test_config_member_size),
-		cmocka_unit_test(test_config_refuses_unknown_and_bad_values),
-		cmocka_unit_test(test_config_refuses_key_twice),
-		cmocka_unit_test(test_config_check),
-		cmocka_unit_test(test_config_file_loads),
-		cmocka_unit_test(test_config_file_conflicts_with_command_line),
+		cmocka_unit_test_setup(test_config_parse_size, t_setup),
+		cmocka_unit_test_setup(test_config_parse_bool, t_setup),
+		cmocka_unit_test_setup(test_config_chunk_bounds, t_setup),
+		cmocka_unit_test_setup(test_config_data_offset, t_setup),
+		cmocka_unit_test_setup(test_config_member_size, t_setup),
+		cmocka_unit_test_setup(
+			test_config_refuses_unknown_and_bad_values, t_setup),
+		cmocka_unit_test_setup(test_config_refuses_key_twice, t_setup),
+		cmocka_unit_test_setup(test_config_check, t_setup),
+		cmocka_unit_test_setup(test_config_file_loads, t_setup),
+		cmocka_unit_test_setup(
+			test_config_file_conflicts_with_command_line, t_setup),
 	};
 
-	raid_set_log(capture_log);
+	t_init();
+	raid_set_log(t_capture_log);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

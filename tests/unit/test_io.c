@@ -24,6 +24,7 @@
 
 #include "array.h"
 #include "helpers.h"
+#include "model.h"
 #include "util.h"
 
 #define MEMBER_SIZE (1u << 20)
@@ -106,25 +107,18 @@ run_random(const char *where, int level, enum raid_io_mode io, bool direct)
 		/* A buffer 1..63 bytes past an aligned address. */
 		buf = raw + 1 + t_rand(63);
 		if (op < 4) {
-			for (uint64_t j = 0; j < len; j++) {
-				buf[j] = t_rand(256);
-			}
-			assert_int_equal(raid_pwrite(a, buf, len, off,
-						     op == 0 ? RAID_FUA : 0), 0);
-			memcpy(model + off, buf, len);
+			model_write(a, model, buf, len, off,
+				    op == 0 ? RAID_FUA : 0);
 		} else if (op == 4) {
-			assert_int_equal(raid_zero(a, len, off,
-						   t_rand(2) ? RAID_MAY_TRIM : 0), 0);
-			memset(model + off, 0, len);
+			model_zero(a, model, len, off,
+				   t_rand(2) ? RAID_MAY_TRIM : 0);
 		} else if (op == 5) {
 			assert_int_equal(raid_flush(a), 0);
 		} else {
-			assert_int_equal(raid_pread(a, buf, len, off, 0), 0);
-			assert_memory_equal(buf, model + off, len);
+			model_read(a, model, buf, len, off);
 		}
 	}
-	assert_int_equal(raid_pread(a, raw, size, 0, 0), 0);
-	assert_memory_equal(raw, model, size);
+	model_read(a, model, raw, size, 0);
 	if (level == 5) {
 		struct raid_check_result res;
 
@@ -468,19 +462,23 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_io_buffered_random),
-		cmocka_unit_test(test_io_direct_unaligned_random),
-		cmocka_unit_test(test_io_tmpfs_auto_and_zero),
-		cmocka_unit_test(test_io_read_past_end_is_error),
-		cmocka_unit_test(test_io_vectored_write_read),
-		cmocka_unit_test(test_io_vectored_resume_mid_segment),
-		cmocka_unit_test(test_io_vectored_read_past_end_is_error),
-		cmocka_unit_test(test_io_vectored_over_iov_max),
-		cmocka_unit_test(test_io_trim_punches_holes),
+		cmocka_unit_test_setup(test_io_buffered_random, t_setup),
+		cmocka_unit_test_setup(test_io_direct_unaligned_random,
+				       t_setup),
+		cmocka_unit_test_setup(test_io_tmpfs_auto_and_zero, t_setup),
+		cmocka_unit_test_setup(test_io_read_past_end_is_error, t_setup),
+		cmocka_unit_test_setup(test_io_vectored_write_read, t_setup),
+		cmocka_unit_test_setup(test_io_vectored_resume_mid_segment,
+				       t_setup),
+		cmocka_unit_test_setup(test_io_vectored_read_past_end_is_error,
+				       t_setup),
+		cmocka_unit_test_setup(test_io_vectored_over_iov_max, t_setup),
+		cmocka_unit_test_setup(test_io_trim_punches_holes, t_setup),
 	};
 	const char *base = getenv("NBDRAID_TEST_DIR");
 	int r;
 
+	t_init();
 	raid_set_log(quiet_log);
 	/* /var/tmp: a disk filesystem, where O_DIRECT needs alignment. */
 	snprintf(dir, sizeof(dir), "%s/nbdraid-test-io.XXXXXX",

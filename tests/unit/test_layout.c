@@ -37,6 +37,7 @@
 
 #include <cmocka.h>
 
+#include "helpers.h"
 #include "layout.h"
 
 #define MAX_N      8            /* members tried: 1 .. MAX_N */
@@ -848,14 +849,22 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_layout_model_draws_md_pictures),
-		cmocka_unit_test(test_layout_setup_sizes_like_md),
-		cmocka_unit_test(test_layout_map_matches_md_grid),
-		cmocka_unit_test(test_layout_map_never_shares_a_cell),
-		cmocka_unit_test(test_layout_setup_rejects_bad_layouts),
-		cmocka_unit_test(test_layout_bytes_match_grid_model),
-		cmocka_unit_test(test_layout_map_large_members_in_bounds),
+		cmocka_unit_test_setup(test_layout_model_draws_md_pictures,
+				       t_setup),
+		cmocka_unit_test_setup(test_layout_setup_sizes_like_md,
+				       t_setup),
+		cmocka_unit_test_setup(test_layout_map_matches_md_grid,
+				       t_setup),
+		cmocka_unit_test_setup(test_layout_map_never_shares_a_cell,
+				       t_setup),
+		cmocka_unit_test_setup(test_layout_setup_rejects_bad_layouts,
+				       t_setup),
+		cmocka_unit_test_setup(test_layout_bytes_match_grid_model,
+				       t_setup),
+		cmocka_unit_test_setup(test_layout_map_large_members_in_bounds,
+				       t_setup),
 	};
 
+	t_init();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

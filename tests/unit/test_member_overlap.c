@@ -24,21 +24,12 @@
 
 #include <cmocka.h>
 
+#include "helpers.h"
 #include "member_overlap.h"
 #include "raid.h"
 
 #define MiB (1024 * 1024ull)
 #define ALL OVERLAP_ALL
-
-static char last_error[PATH_MAX * 2];
-
-static void
-capture_log(enum raid_log_level lvl, const char *fmt, va_list ap)
-{
-	if (lvl == RAID_LOG_ERROR) {
-		vsnprintf(last_error, sizeof(last_error), fmt, ap);
-	}
-}
 
 /* ---- the pure rule ------------------------------------------------------ */
 
@@ -432,19 +423,19 @@ check2(struct raid_member a, struct raid_member b)
 
 	m[0].role = 0;
 	m[1].role = 1;
-	last_error[0] = '\0';
+	t_last_error[0] = '\0';
 	return member_overlap_check_env(&env, m, 2);
 }
 
 static void
 expect_refused(struct raid_member a, struct raid_member b, const char *why)
 {
-	char want[sizeof(last_error)];
+	char want[sizeof(t_last_error)];
 
 	assert_int_equal(check2(a, b), -EINVAL);
 	snprintf(want, sizeof(want), "member 1 (%s): overlaps member 0 (%s): %s",
 		 b.path, a.path, why);
-	assert_string_equal(last_error, want);
+	assert_string_equal(t_last_error, want);
 }
 
 #define LOOP(n, size) blk("loop" #n, 7, n, size)
@@ -460,7 +451,7 @@ test_member_overlap_check_partition(void **state)
 	expect_refused(LOOP(0, 8 * MiB), P1, "a partition of it");
 	expect_refused(P2, LOOP(0, 8 * MiB), "member 0 is a partition of it");
 	assert_int_equal(check2(P1, P1), -EINVAL);
-	assert_string_equal(last_error,
+	assert_string_equal(t_last_error,
 			    "member 1 (/dev/loop0p1): same file as member 0 (/dev/loop0p1)");
 }
 
@@ -470,7 +461,7 @@ test_member_overlap_check_two_partitions_accepted(void **state)
 {
 	(void)state;
 	assert_int_equal(check2(P1, P2), 0);
-	assert_string_equal(last_error, "");
+	assert_string_equal(t_last_error, "");
 }
 
 /* A loop device (sysfs loop/) and its backing file; a partition of it. */
@@ -548,25 +539,45 @@ int
 main(void)
 {
 	const struct CMUnitTest pure[] = {
-		cmocka_unit_test(test_member_overlap_partition_and_its_disk),
-		cmocka_unit_test(test_member_overlap_two_partitions_are_disjoint),
-		cmocka_unit_test(test_member_overlap_adjacent_ranges_do_not_overlap),
-		cmocka_unit_test(test_member_overlap_file_is_not_a_device),
-		cmocka_unit_test(test_member_overlap_files_of_one_filesystem),
-		cmocka_unit_test(test_member_overlap_holder_uses_all_of_its_slave),
+		cmocka_unit_test_setup(
+			test_member_overlap_partition_and_its_disk, t_setup),
+		cmocka_unit_test_setup(
+			test_member_overlap_two_partitions_are_disjoint,
+			t_setup),
+		cmocka_unit_test_setup(
+			test_member_overlap_adjacent_ranges_do_not_overlap,
+			t_setup),
+		cmocka_unit_test_setup(test_member_overlap_file_is_not_a_device,
+				       t_setup),
+		cmocka_unit_test_setup(
+			test_member_overlap_files_of_one_filesystem, t_setup),
+		cmocka_unit_test_setup(
+			test_member_overlap_holder_uses_all_of_its_slave,
+			t_setup),
 	};
 	const struct CMUnitTest sysfs[] = {
-		cmocka_unit_test(test_member_overlap_check_partition),
-		cmocka_unit_test(test_member_overlap_check_two_partitions_accepted),
-		cmocka_unit_test(test_member_overlap_check_loop_and_backing_file),
-		cmocka_unit_test(test_member_overlap_check_loops_on_one_file),
-		cmocka_unit_test(test_member_overlap_check_holder_and_slaves),
-		cmocka_unit_test(test_member_overlap_check_file_on_filesystem),
-		cmocka_unit_test(test_member_overlap_check_skips_members_without_fd),
+		cmocka_unit_test_setup(test_member_overlap_check_partition,
+				       t_setup),
+		cmocka_unit_test_setup(
+			test_member_overlap_check_two_partitions_accepted,
+			t_setup),
+		cmocka_unit_test_setup(
+			test_member_overlap_check_loop_and_backing_file,
+			t_setup),
+		cmocka_unit_test_setup(
+			test_member_overlap_check_loops_on_one_file, t_setup),
+		cmocka_unit_test_setup(
+			test_member_overlap_check_holder_and_slaves, t_setup),
+		cmocka_unit_test_setup(
+			test_member_overlap_check_file_on_filesystem, t_setup),
+		cmocka_unit_test_setup(
+			test_member_overlap_check_skips_members_without_fd,
+			t_setup),
 	};
 	int r;
 
-	raid_set_log(capture_log);
+	t_init();
+	raid_set_log(t_capture_log);
 	r = cmocka_run_group_tests(pure, NULL, NULL);
 	return r | cmocka_run_group_tests(sysfs, setup_tree, teardown_tree);
 }

@@ -23,10 +23,12 @@
 #include <pthread.h>
 
 #include "array.h"
+#include "fixture.h"
 #include "helpers.h"
 #include "io/bounce.h"
 #include "layout.h"
 #include "mem_backend.h"
+#include "model.h"
 #include "parity.h"
 #include "util.h"
 
@@ -178,14 +180,6 @@ data_member_of(const struct raid_geom *g, uint64_t s, unsigned j)
 	return loc.member;
 }
 
-static void
-fill_random(uint8_t *p, size_t len)
-{
-	for (size_t i = 0; i < len; i++) {
-		p[i] = t_rand(256);
-	}
-}
-
 /* parity_xor equals a byte loop: aligned or not, any length. */
 static void
 test_raid5_parity_xor_matches_naive(void **state)
@@ -207,7 +201,7 @@ test_raid5_parity_xor_matches_naive(void **state)
 
 		for (unsigned i = 0; i < n; i++) {
 			s[i] = src[i] + skew;
-			fill_random(s[i], len);
+			t_fill_random(s[i], len);
 		}
 		for (size_t b = 0; b < len; b++) {
 			uint8_t x = 0;
@@ -254,7 +248,7 @@ test_raid5_reconstructs_any_member(void **state)
 
 					raid5_layout.map(&g, s * (n - 1) + d, &loc);
 					assert_int_not_equal(loc.member, p);
-					fill_random(chunks[loc.member], CHUNK);
+					t_fill_random(chunks[loc.member], CHUNK);
 					data[nd++] = chunks[loc.member];
 				}
 				assert_int_equal(parity_xor(chunks[p], data, nd, CHUNK), 0);
@@ -280,62 +274,7 @@ test_raid5_reconstructs_any_member(void **state)
 
 /* ---- the data path, over memory members -------------------------------- */
 
-#define MCHUNK 4096u
-
-struct r5 {
-	struct raid_config cfg;
-	struct raid_member *m;
-	unsigned n;
-	struct raid_array *a;
-};
-
-static void
-r5_open(struct r5 *f, unsigned n, const char *layout, uint64_t member_size)
-{
-	raid_config_init(&f->cfg);
-	f->cfg.level = 5;
-	f->cfg.chunk_bytes = MCHUNK;
-	f->cfg.layout = layout ? strdup(layout) : NULL;
-	f->n = n;
-	f->m = mem_members_create(n, member_size);
-	assert_int_equal(array_create(&f->cfg, f->m, n, &f->a), 0);
-}
-
-static void
-r5_close(struct r5 *f)
-{
-	raid_close(f->a);
-	mem_members_free(f->m, f->n);
-	raid_config_free(&f->cfg);
-}
-
-/* Every row of the members XORs to zero: parity is right everywhere. */
-static void
-assert_parity(struct r5 *f)
-{
-	uint64_t rows = f->a->g.member_chunks * MCHUNK;
-
-	for (uint64_t off = 0; off < rows; off++) {
-		uint8_t x = 0;
-
-		for (unsigned m = 0; m < f->n; m++) {
-			x ^= mem_of(&f->m[m])->data[off];
-		}
-		if (x) {
-			print_error("parity wrong at member offset %llu\n",
-				    (unsigned long long)off);
-			fail();
-		}
-	}
-}
-
-static void
-reset_counts(struct r5 *f)
-{
-	for (unsigned m = 0; m < f->n; m++) {
-		memset(mem_of(&f->m[m])->count, 0, sizeof(mem_of(&f->m[m])->count));
-	}
-}
+#define MCHUNK FIXTURE_CHUNK
 
 /*
  * md's rule, counted from the write's shape alone: the column is the
@@ -376,43 +315,43 @@ expected_reads(unsigned n, uint64_t start, uint64_t end, unsigned *reads,
 static void
 test_raid5_rmw_or_rcw_by_member_reads(void **state)
 {
+	struct fixture *f = *state;
 	enum { G = 1024 }; /* shapes at 1K granularity: 4 per chunk */
 	static const unsigned sizes[3] = { 3, 4, 6 };
 	uint8_t *buf = malloc(8 * MCHUNK);
 
-	(void)state;
 	for (unsigned si = 0; si < 3; si++) {
 		unsigned n = sizes[si], nd = n - 1;
 		uint64_t stripe_bytes = (uint64_t)nd * MCHUNK, base = stripe_bytes;
-		struct r5 f;
+		struct fixture_spec spec = { .level = 5, .n = n,
+					     .mem_size = 4 * MCHUNK };
 
-		r5_open(&f, n, NULL, 4 * MCHUNK);
+		assert_int_equal(fixture_open(f, &spec), 0);
 		for (uint64_t s = 0; s < stripe_bytes; s += G) {
 			for (uint64_t e = s + G; e <= stripe_bytes; e += G) {
 				unsigned want[16], pr;
-				unsigned p = raid5_parity_member(&f.a->g, 1);
+				unsigned p = raid5_parity_member(&f->a->g, 1);
 
-				fill_random(buf, e - s);
-				reset_counts(&f);
+				t_fill_random(buf, e - s);
+				fixture_reset_counts(f);
 				/* Stripe 1: a stripe with parity off the last member. */
-				assert_int_equal(raid_pwrite(f.a, buf, e - s, base + s, 0), 0);
+				assert_int_equal(raid_pwrite(f->a, buf, e - s, base + s, 0), 0);
 				expected_reads(n, s, e, want, &pr);
-				assert_int_equal(mem_of(&f.m[p])->count[IO_READ], pr);
+				assert_int_equal(mem_of(&f->m[p])->count[IO_READ], pr);
 				for (unsigned j = 0; j < nd; j++) {
-					unsigned m = data_member_of(&f.a->g, 1, j);
+					unsigned m = data_member_of(&f->a->g, 1, j);
 
-					if (mem_of(&f.m[m])->count[IO_READ] != want[j]) {
+					if (mem_of(&f->m[m])->count[IO_READ] != want[j]) {
 						print_error("n=%u write [%llu,%llu): data %u read %u times, want %u\n",
 							    n, (unsigned long long)s,
 							    (unsigned long long)e, j,
-							    mem_of(&f.m[m])->count[IO_READ], want[j]);
+							    mem_of(&f->m[m])->count[IO_READ], want[j]);
 						fail();
 					}
 				}
-				assert_parity(&f);
+				fixture_check_parity(f);
 			}
 		}
-		r5_close(&f);
 	}
 	free(buf);
 }
@@ -421,15 +360,18 @@ test_raid5_rmw_or_rcw_by_member_reads(void **state)
 static void
 test_raid5_random_ops(void **state)
 {
-	(void)state;
+	struct fixture *f = *state;
+
 	for (unsigned a = 0; a < 4; a++) {
 		for (unsigned n = 3; n <= 6; n++) {
-			struct r5 f;
+			struct fixture_spec s = { .level = 5, .layout = names[a],
+						  .n = n,
+						  .mem_size = 6 * MCHUNK + 77 };
 			uint64_t size;
 			uint8_t *model, *buf;
 
-			r5_open(&f, n, names[a], 6 * MCHUNK + 77);
-			size = f.a->size;
+			assert_int_equal(fixture_open(f, &s), 0);
+			size = f->a->size;
 			assert_int_equal(size, 6 * MCHUNK * (n - 1));
 			model = calloc(1, size);
 			buf = malloc(size);
@@ -439,35 +381,29 @@ test_raid5_random_ops(void **state)
 				unsigned op = t_rand(8);
 
 				if (op < 4) {
-					fill_random(buf, len);
-					assert_int_equal(raid_pwrite(f.a, buf, len, off,
-								     op == 0 ? RAID_FUA : 0), 0);
-					memcpy(model + off, buf, len);
+					model_write(f->a, model, buf, len, off,
+						    op == 0 ? RAID_FUA : 0);
 				} else if (op < 6) {
-					assert_int_equal(raid_zero(f.a, len, off,
-								   op == 4 ? RAID_MAY_TRIM : 0), 0);
-					memset(model + off, 0, len);
+					model_zero(f->a, model, len, off,
+						   op == 4 ? RAID_MAY_TRIM : 0);
 				} else if (op == 6) {
 					/* Trim: whole stripes read zero, the rest is kept. */
 					uint64_t sb = (uint64_t)(n - 1) * MCHUNK;
 					uint64_t lo = ROUND_UP(off, MCHUNK);
 
-					assert_int_equal(raid_trim(f.a, len, off, 0), 0);
+					assert_int_equal(raid_trim(f->a, len, off, 0), 0);
 					for (uint64_t x = (lo + sb - 1) / sb * sb;
 					     x + sb <= off + len; x += sb) {
 						memset(model + x, 0, sb);
 					}
 				} else {
-					assert_int_equal(raid_pread(f.a, buf, len, off, 0), 0);
-					assert_memory_equal(buf, model + off, len);
+					model_read(f->a, model, buf, len, off);
 				}
 			}
-			assert_int_equal(raid_pread(f.a, buf, size, 0, 0), 0);
-			assert_memory_equal(buf, model, size);
-			assert_parity(&f);
+			model_read(f->a, model, buf, size, 0);
+			fixture_check_parity(f);
 			free(model);
 			free(buf);
-			r5_close(&f);
 		}
 	}
 }
@@ -506,44 +442,42 @@ hammer_thread(void *arg)
 static void
 test_raid5_concurrent_writes_keep_parity(void **state)
 {
+	struct fixture *f = *state;
+	struct fixture_spec s = { .level = 5, .n = 4, .mem_size = 4 * MCHUNK };
 	pthread_t t[6];
 	struct hammer h[6];
-	struct r5 f;
 
-	(void)state;
-	r5_open(&f, 4, NULL, 4 * MCHUNK);
+	assert_int_equal(fixture_open(f, &s), 0);
 	for (unsigned m = 0; m < 4; m++) {
-		mem_of(&f.m[m])->delay_us = 20;
+		mem_of(&f->m[m])->delay_us = 20;
 	}
 	for (unsigned i = 0; i < 6; i++) {
-		h[i] = (struct hammer){ f.a, i + 1 };
+		h[i] = (struct hammer){ f->a, i + 1 };
 		pthread_create(&t[i], NULL, hammer_thread, &h[i]);
 	}
 	for (unsigned i = 0; i < 6; i++) {
 		pthread_join(t[i], NULL);
 	}
-	assert_parity(&f);
-	r5_close(&f);
+	fixture_check_parity(f);
 }
 
 /* A full-stripe write reads nothing; FUA reaches data and parity. */
 static void
 test_raid5_full_stripe_write_reads_nothing(void **state)
 {
+	struct fixture *f = *state;
+	struct fixture_spec s = { .level = 5, .n = 4, .mem_size = 4 * MCHUNK };
 	uint8_t buf[3 * MCHUNK];
-	struct r5 f;
 
-	(void)state;
-	r5_open(&f, 4, NULL, 4 * MCHUNK);
-	fill_random(buf, sizeof(buf));
-	assert_int_equal(raid_pwrite(f.a, buf, sizeof(buf), 3 * MCHUNK, RAID_FUA), 0);
+	assert_int_equal(fixture_open(f, &s), 0);
+	t_fill_random(buf, sizeof(buf));
+	assert_int_equal(raid_pwrite(f->a, buf, sizeof(buf), 3 * MCHUNK, RAID_FUA), 0);
 	for (unsigned m = 0; m < 4; m++) {
-		assert_int_equal(mem_of(&f.m[m])->count[IO_READ], 0);
-		assert_int_equal(mem_of(&f.m[m])->count[IO_WRITE], 1);
-		assert_int_equal(mem_of(&f.m[m])->fua_writes, 1);
+		assert_int_equal(mem_of(&f->m[m])->count[IO_READ], 0);
+		assert_int_equal(mem_of(&f->m[m])->count[IO_WRITE], 1);
+		assert_int_equal(mem_of(&f->m[m])->fua_writes, 1);
 	}
-	assert_parity(&f);
-	r5_close(&f);
+	fixture_check_parity(f);
 }
 
 /*
@@ -554,6 +488,8 @@ test_raid5_full_stripe_write_reads_nothing(void **state)
 static void
 test_raid5_zero_trim_fua_sync_every_member(void **state)
 {
+	struct fixture *f = *state;
+	struct fixture_spec s = { .level = 5, .n = 4, .mem_size = 4 * MCHUNK };
 	uint64_t sb = 3 * MCHUNK; /* one full stripe of data, 4 members */
 	static const struct {
 		bool trim;
@@ -564,21 +500,15 @@ test_raid5_zero_trim_fua_sync_every_member(void **state)
 		{ false, 3 * MCHUNK + 100, 5000 },  /* zero, part of a stripe */
 	};
 
-	(void)state;
 	for (unsigned c = 0; c < 3; c++) {
-		struct r5 f;
-
-		r5_open(&f, 4, NULL, 4 * MCHUNK);
-		reset_counts(&f);
-		for (unsigned m = 0; m < 4; m++) {
-			mem_of(&f.m[m])->fua_writes = 0;
-		}
+		assert_int_equal(fixture_open(f, &s), 0);
+		fixture_reset_counts(f);
 		assert_int_equal(cases[c].trim
-					 ? raid_trim(f.a, cases[c].len, cases[c].off, RAID_FUA)
-					 : raid_zero(f.a, cases[c].len, cases[c].off, RAID_FUA),
+					 ? raid_trim(f->a, cases[c].len, cases[c].off, RAID_FUA)
+					 : raid_zero(f->a, cases[c].len, cases[c].off, RAID_FUA),
 				 0);
 		for (unsigned m = 0; m < 4; m++) {
-			struct mem_member *mm = mem_of(&f.m[m]);
+			struct mem_member *mm = mem_of(&f->m[m]);
 			unsigned changed = mm->count[IO_WRITE] + mm->count[IO_TRIM] +
 					   mm->count[IO_ZERO] + mm->count[IO_PUNCH];
 			bool synced = mm->count[IO_FLUSH] > 0 ||
@@ -595,8 +525,7 @@ test_raid5_zero_trim_fua_sync_every_member(void **state)
 			/* Whole stripes: every member holds a row of them. */
 			assert_true(cases[c].len % sb || changed > 0);
 		}
-		assert_parity(&f);
-		r5_close(&f);
+		fixture_check_parity(f);
 	}
 }
 
@@ -608,6 +537,8 @@ test_raid5_zero_trim_fua_sync_every_member(void **state)
 static void
 test_raid5_fast_zero_partial_stripe_is_enotsup(void **state)
 {
+	struct fixture *f = *state;
+	struct fixture_spec s = { .level = 5, .n = 4, .mem_size = 5 * MCHUNK };
 	uint64_t sb = 3 * MCHUNK;
 	uint8_t *buf = malloc(4 * sb), *got = malloc(4 * sb);
 	static const struct {
@@ -618,34 +549,31 @@ test_raid5_fast_zero_partial_stripe_is_enotsup(void **state)
 		{ 3 * MCHUNK, 3 * MCHUNK + 1 }, /* a whole stripe and one byte */
 		{ 3 * MCHUNK - 1, 3 * MCHUNK + 1 }, /* one byte and a stripe */
 	};
-	struct r5 f;
 
-	(void)state;
-	r5_open(&f, 4, NULL, 5 * MCHUNK);
-	fill_random(buf, 4 * sb);
-	assert_int_equal(raid_pwrite(f.a, buf, 4 * sb, 0, 0), 0);
+	assert_int_equal(fixture_open(f, &s), 0);
+	t_fill_random(buf, 4 * sb);
+	assert_int_equal(raid_pwrite(f->a, buf, 4 * sb, 0, 0), 0);
 	for (unsigned c = 0; c < 4; c++) {
-		reset_counts(&f);
-		assert_int_equal(raid_zero(f.a, cases[c].len, cases[c].off,
+		fixture_reset_counts(f);
+		assert_int_equal(raid_zero(f->a, cases[c].len, cases[c].off,
 					   RAID_FAST_ZERO),
 				 -ENOTSUP);
 		for (unsigned m = 0; m < 4; m++) {
-			struct mem_member *mm = mem_of(&f.m[m]);
+			struct mem_member *mm = mem_of(&f->m[m]);
 
 			assert_int_equal(mm->count[IO_WRITE] + mm->count[IO_ZERO] +
 						 mm->count[IO_PUNCH] + mm->count[IO_TRIM],
 					 0);
 		}
-		assert_int_equal(raid_pread(f.a, got, 4 * sb, 0, 0), 0);
+		assert_int_equal(raid_pread(f->a, got, 4 * sb, 0, 0), 0);
 		assert_memory_equal(got, buf, 4 * sb);
 	}
 	/* Whole stripes are zeroed without a write. */
-	assert_int_equal(raid_zero(f.a, 2 * sb, sb, RAID_FAST_ZERO), 0);
+	assert_int_equal(raid_zero(f->a, 2 * sb, sb, RAID_FAST_ZERO), 0);
 	memset(buf + sb, 0, 2 * sb);
-	assert_int_equal(raid_pread(f.a, got, 4 * sb, 0, 0), 0);
+	assert_int_equal(raid_pread(f->a, got, 4 * sb, 0, 0), 0);
 	assert_memory_equal(got, buf, 4 * sb);
-	assert_parity(&f);
-	r5_close(&f);
+	fixture_check_parity(f);
 	free(buf);
 	free(got);
 }
@@ -658,21 +586,21 @@ test_raid5_fast_zero_partial_stripe_is_enotsup(void **state)
 static void
 test_raid5_trim_refused_by_one_member_keeps_parity(void **state)
 {
+	struct fixture *f = *state;
+	struct fixture_spec s = { .level = 5, .n = 4, .mem_size = 5 * MCHUNK };
 	uint64_t sb = 3 * MCHUNK;
 	uint8_t *buf = malloc(4 * sb), *got = malloc(4 * sb);
-	struct r5 f;
 
-	(void)state;
 	for (unsigned refuser = 0; refuser < 4; refuser++) {
-		r5_open(&f, 4, NULL, 5 * MCHUNK);
-		fill_random(buf, 4 * sb);
-		assert_int_equal(raid_pwrite(f.a, buf, 4 * sb, 0, 0), 0);
-		mem_of(&f.m[refuser])->refuse_ops =
+		assert_int_equal(fixture_open(f, &s), 0);
+		t_fill_random(buf, 4 * sb);
+		assert_int_equal(raid_pwrite(f->a, buf, 4 * sb, 0, 0), 0);
+		mem_of(&f->m[refuser])->refuse_ops =
 			1u << IO_TRIM | 1u << IO_PUNCH;
-		reset_counts(&f);
-		assert_int_equal(raid_trim(f.a, 2 * sb, sb, RAID_FUA), 0);
-		assert_parity(&f);
-		assert_int_equal(raid_pread(f.a, got, 4 * sb, 0, 0), 0);
+		fixture_reset_counts(f);
+		assert_int_equal(raid_trim(f->a, 2 * sb, sb, RAID_FUA), 0);
+		fixture_check_parity(f);
+		assert_int_equal(raid_pread(f->a, got, 4 * sb, 0, 0), 0);
 		/* Trimmed bytes read old or zero; the rest is untouched. */
 		assert_memory_equal(got, buf, sb);
 		assert_memory_equal(got + 3 * sb, buf + 3 * sb, sb);
@@ -680,20 +608,19 @@ test_raid5_trim_refused_by_one_member_keeps_parity(void **state)
 			assert_true(got[x] == buf[x] || got[x] == 0);
 		}
 		for (unsigned m = 0; m < 4; m++) {
-			struct mem_member *mm = mem_of(&f.m[m]);
+			struct mem_member *mm = mem_of(&f->m[m]);
 
 			if (m != refuser && mm->count[IO_TRIM] + mm->count[IO_PUNCH]) {
 				assert_true(mm->count[IO_FLUSH] > 0);
 			}
 		}
 		/* Zero with the refuser refusing every fallocate mode. */
-		mem_of(&f.m[refuser])->refuse_ops |= 1u << IO_ZERO;
-		assert_int_equal(raid_zero(f.a, sb, 0, RAID_MAY_TRIM), 0);
-		assert_parity(&f);
-		assert_int_equal(raid_pread(f.a, got, sb, 0, 0), 0);
+		mem_of(&f->m[refuser])->refuse_ops |= 1u << IO_ZERO;
+		assert_int_equal(raid_zero(f->a, sb, 0, RAID_MAY_TRIM), 0);
+		fixture_check_parity(f);
+		assert_int_equal(raid_pread(f->a, got, sb, 0, 0), 0);
 		memset(buf, 0, sb);
 		assert_memory_equal(got, buf, sb);
-		r5_close(&f);
 	}
 	free(buf);
 	free(got);
@@ -708,23 +635,16 @@ static void
 test_raid5_parity_scratch_given_back(void **state)
 {
 	enum { CH = 1 << 20 };
-	struct raid_config cfg;
-	struct raid_member *m = mem_members_create(4, 2 * CH);
-	struct raid_array *a;
+	struct fixture *f = *state;
+	struct fixture_spec s = { .level = 5, .n = 4, .mem_size = 2 * CH,
+				  .chunk = CH };
 	uint8_t *buf = malloc(3 * CH);
 
-	(void)state;
-	raid_config_init(&cfg);
-	cfg.level = 5;
-	cfg.chunk_bytes = CH;
-	assert_int_equal(array_create(&cfg, m, 4, &a), 0);
-	fill_random(buf, 3 * CH);
+	assert_int_equal(fixture_open(f, &s), 0);
+	t_fill_random(buf, 3 * CH);
 	/* Partial: reads old data, so the whole scratch is used. */
-	assert_int_equal(raid_pwrite(a, buf, 3 * CH - 4096, 4096, 0), 0);
+	assert_int_equal(raid_pwrite(f->a, buf, 3 * CH - 4096, 4096, 0), 0);
 	assert_true(bounce_held(BOUNCE_PARITY) <= BOUNCE_KEEP);
-	raid_close(a);
-	mem_members_free(m, 4);
-	raid_config_free(&cfg);
 	free(buf);
 }
 
@@ -732,47 +652,75 @@ test_raid5_parity_scratch_given_back(void **state)
 static void
 test_raid5_check_counts_bad_stripes(void **state)
 {
+	struct fixture *f = *state;
+	struct fixture_spec s = { .level = 5, .layout = "right-asymmetric",
+				  .n = 4, .mem_size = 8 * MCHUNK };
 	struct raid_check_result res;
 	uint8_t buf[9 * MCHUNK];
-	struct r5 f;
 
-	(void)state;
-	r5_open(&f, 4, "right-asymmetric", 8 * MCHUNK);
-	fill_random(buf, sizeof(buf));
-	assert_int_equal(raid_pwrite(f.a, buf, sizeof(buf), 1000, 0), 0);
-	assert_int_equal(raid_check(f.a, &res), 0);
+	assert_int_equal(fixture_open(f, &s), 0);
+	t_fill_random(buf, sizeof(buf));
+	assert_int_equal(raid_pwrite(f->a, buf, sizeof(buf), 1000, 0), 0);
+	assert_int_equal(raid_check(f->a, &res), 0);
 	assert_int_equal(res.unit, RAID_CHECK_STRIPE);
 	assert_int_equal(res.units, 8);
 	assert_int_equal(res.mismatched, 0);
 	/* Flip bytes in stripes 2 (a data chunk) and 6 (on any member). */
-	mem_of(&f.m[1])->data[2 * MCHUNK + 17] ^= 1;
-	mem_of(&f.m[3])->data[6 * MCHUNK + MCHUNK - 1] ^= 0x80;
-	assert_int_equal(raid_check(f.a, &res), 0);
+	mem_of(&f->m[1])->data[2 * MCHUNK + 17] ^= 1;
+	mem_of(&f->m[3])->data[6 * MCHUNK + MCHUNK - 1] ^= 0x80;
+	assert_int_equal(raid_check(f->a, &res), 0);
 	assert_int_equal(res.mismatched, 2);
 	assert_int_equal(res.first[0], 2);
 	assert_int_equal(res.first[1], 6);
-	r5_close(&f);
 }
 
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_raid5_matches_md_pictures),
-		cmocka_unit_test(test_raid5_map_matches_model),
-		cmocka_unit_test(test_raid5_setup_names_and_refusals),
-		cmocka_unit_test(test_raid5_parity_xor_matches_naive),
-		cmocka_unit_test(test_raid5_reconstructs_any_member),
-		cmocka_unit_test(test_raid5_rmw_or_rcw_by_member_reads),
-		cmocka_unit_test(test_raid5_random_ops),
-		cmocka_unit_test(test_raid5_concurrent_writes_keep_parity),
-		cmocka_unit_test(test_raid5_full_stripe_write_reads_nothing),
-		cmocka_unit_test(test_raid5_check_counts_bad_stripes),
-		cmocka_unit_test(test_raid5_zero_trim_fua_sync_every_member),
-		cmocka_unit_test(test_raid5_fast_zero_partial_stripe_is_enotsup),
-		cmocka_unit_test(test_raid5_trim_refused_by_one_member_keeps_parity),
-		cmocka_unit_test(test_raid5_parity_scratch_given_back),
+		cmocka_unit_test_setup_teardown(test_raid5_matches_md_pictures,
+						fixture_setup,
+						fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_raid5_map_matches_model,
+						fixture_setup,
+						fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_raid5_setup_names_and_refusals, fixture_setup,
+			fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_raid5_parity_xor_matches_naive, fixture_setup,
+			fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_raid5_reconstructs_any_member, fixture_setup,
+			fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_raid5_rmw_or_rcw_by_member_reads, fixture_setup,
+			fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_raid5_random_ops, fixture_setup, fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_raid5_concurrent_writes_keep_parity, fixture_setup,
+			fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_raid5_full_stripe_write_reads_nothing,
+			fixture_setup, fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_raid5_check_counts_bad_stripes, fixture_setup,
+			fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_raid5_zero_trim_fua_sync_every_member,
+			fixture_setup, fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_raid5_fast_zero_partial_stripe_is_enotsup,
+			fixture_setup, fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_raid5_trim_refused_by_one_member_keeps_parity,
+			fixture_setup, fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_raid5_parity_scratch_given_back, fixture_setup,
+			fixture_teardown),
 	};
 
+	t_init();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

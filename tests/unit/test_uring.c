@@ -69,6 +69,7 @@ setup(void **state)
 	struct fixture *f = calloc(1, sizeof(*f));
 	int fd;
 
+	t_reset();
 	snprintf(f->path, sizeof(f->path), "/var/tmp/nbdraid-uring-XXXXXX");
 	fd = mkstemp(f->path);
 	assert_true(fd >= 0);
@@ -78,9 +79,7 @@ setup(void **state)
 				     RAID_IO_URING), 0);
 	f->data = malloc(NREQ * REQ_BYTES);
 	f->got = malloc(NREQ * REQ_BYTES);
-	for (unsigned i = 0; i < NREQ * REQ_BYTES; i++) {
-		f->data[i] = t_rand(256);
-	}
+	t_fill_random(f->data, NREQ * REQ_BYTES);
 	*state = f;
 	return 0;
 }
@@ -159,6 +158,7 @@ main(void)
 		return 77;
 	}
 	io_uring_queue_exit(&ring);
+	t_init();
 	raid_set_log(quiet_log);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
