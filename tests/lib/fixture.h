@@ -21,25 +21,25 @@
 #include "array.h"
 #include "mem_backend.h"
 
-#define FIXTURE_CHUNK       4096u /* the chunk when the spec gives none */
+#define FIXTURE_CHUNK	    4096u /* the chunk when the spec gives none */
 #define FIXTURE_BEFORE_DATA 0xa5  /* every member byte before data-offset */
 
 struct fixture_spec {
-	int level;                 /* 0, 1, 5 or 10 */
-	const char *layout;        /* layout=; NULL: the level's default */
-	unsigned n;                /* members */
-	uint64_t mem_size;         /* bytes of every memory member, */
+	int level;		   /* 0, 1, 5 or 10 */
+	const char *layout;	   /* layout=; NULL: the level's default */
+	unsigned n;		   /* members */
+	uint64_t mem_size;	   /* bytes of every memory member, */
 	const uint64_t *mem_sizes; /* or of each (n of them) when set */
-	uint64_t chunk;            /* 0: FIXTURE_CHUNK */
-	uint64_t data_offset;      /* data-offset= */
-	uint64_t member_size;      /* member-size=; 0: what the members hold */
+	uint64_t chunk;		   /* 0: FIXTURE_CHUNK */
+	uint64_t data_offset;	   /* data-offset= */
+	uint64_t member_size;	   /* member-size=; 0: what the members hold */
 };
 
 struct fixture {
 	struct raid_config cfg;
 	struct raid_member *m; /* n memory members; NULL when none */
 	unsigned n;
-	struct raid_array *a;  /* NULL when none is open (or it was refused) */
+	struct raid_array *a; /* NULL when none is open (or it was refused) */
 };
 
 int fixture_setup(void **state);

@@ -2,8 +2,8 @@
 #undef NDEBUG
 #include <assert.h>
 #include <errno.h>
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -83,7 +83,8 @@ mem_one(struct io_req *r)
 	if (mem_refuses(r)) {
 		return -EINVAL;
 	}
-	if (r->op != IO_FLUSH && (r->off > mm->size || r->len > mm->size - r->off)) {
+	if (r->op != IO_FLUSH &&
+	    (r->off > mm->size || r->len > mm->size - r->off)) {
 		return -EIO;
 	}
 	switch (r->op) {
@@ -114,7 +115,7 @@ mem_submit_wait(struct io_req *reqs, unsigned nr)
 }
 
 const struct io_backend mem_backend = {
-	.name        = "mem",
+	.name = "mem",
 	.submit_wait = mem_submit_wait,
 };
 

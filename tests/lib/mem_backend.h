@@ -20,17 +20,17 @@
 struct mem_member {
 	uint8_t *data;
 	uint64_t size;
-	unsigned ops;          /* requests seen */
-	unsigned count[8];     /* requests seen, by enum io_op */
-	unsigned fua_writes;   /* writes that carried IO_FUA */
-	unsigned vectored;     /* requests that carried an iovec list */
-	unsigned segments;     /* iovec segments seen, all requests */
-	unsigned fail_at;      /* fail the fail_at-th request (1-based); 0 never */
+	unsigned ops;	     /* requests seen */
+	unsigned count[8];   /* requests seen, by enum io_op */
+	unsigned fua_writes; /* writes that carried IO_FUA */
+	unsigned vectored;   /* requests that carried an iovec list */
+	unsigned segments;   /* iovec segments seen, all requests */
+	unsigned fail_at; /* fail the fail_at-th request (1-based); 0 never */
 	bool fail_always;
-	int fail_errno;        /* positive errno */
-	unsigned delay_us;     /* sleep before each request: widen races */
-	unsigned refuse_ops;   /* 1 << op: refused with EOPNOTSUPP, as a
-				  filesystem refuses an fallocate mode */
+	int fail_errno;	     /* positive errno */
+	unsigned delay_us;   /* sleep before each request: widen races */
+	unsigned refuse_ops; /* 1 << op: refused with EOPNOTSUPP, as a
+				filesystem refuses an fallocate mode */
 };
 
 extern const struct io_backend mem_backend;

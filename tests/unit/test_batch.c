@@ -95,7 +95,11 @@ test_batch_vectors_survive_growth(void **state)
 	struct batch b;
 	uint64_t next[NM];
 	static uint8_t mem[STEPS * 512];
-	struct { unsigned m; uint64_t off, len; uint8_t *buf; } io[STEPS];
+	struct {
+		unsigned m;
+		uint64_t off, len;
+		uint8_t *buf;
+	} io[STEPS];
 
 	fixture_members(f, &spec);
 	m = f->m;
@@ -124,8 +128,10 @@ test_batch_vectors_survive_growth(void **state)
 			io[s].len = len;
 			io[s].buf = at;
 			assert_int_equal(op == IO_READ
-						 ? batch_read(&b, &m[k], at, len, next[k])
-						 : batch_write(&b, &m[k], at, len, next[k], 0),
+						 ? batch_read(&b, &m[k], at,
+							      len, next[k])
+						 : batch_write(&b, &m[k], at,
+							       len, next[k], 0),
 					 0);
 			at += len;
 			next[k] += len;
@@ -137,7 +143,8 @@ test_batch_vectors_survive_growth(void **state)
 		assert_true(nreq_max > 2);
 		assert_int_equal(batch_run(&b), 0);
 		for (unsigned s = 0; s < STEPS; s++) {
-			const uint8_t *d = mem_of(&m[io[s].m])->data + io[s].off;
+			const uint8_t *d =
+				mem_of(&m[io[s].m])->data + io[s].off;
 
 			assert_memory_equal(io[s].buf, d, io[s].len);
 		}
@@ -167,6 +174,97 @@ test_batch_reset_gives_back_inflight(void **state)
 	batch_fini(&b);
 }
 
+/*
+ * After a run every member I/O holds its own result, and the request
+ * knows which member failed with what, which refused a discard mode (not
+ * a failure), and which it changed; a later run adds to that, and
+ * batch_begin starts a request with none of it.
+ */
+static void
+test_batch_results_per_member(void **state)
+{
+	struct fixture *f = *state;
+	struct fixture_spec s = { .n = 3, .mem_size = 8 * 4096 };
+	struct raid_member *m;
+	struct batch *b;
+	char buf[4096] = { 0 };
+
+	fixture_members(f, &s);
+	m = f->m;
+	mem_of(&m[1])->fail_always = true;
+	mem_of(&m[1])->fail_errno = ENOSPC;
+	mem_of(&m[2])->refuse_ops = 1u << IO_PUNCH;
+	b = batch_begin();
+	assert_non_null(b);
+	assert_int_equal(batch_read(b, &m[0], buf, 4096, 0), 0);
+	assert_int_equal(batch_write(b, &m[1], buf, 4096, 0, 0), 0);
+	assert_int_equal(batch_discard(b, &m[2], IO_PUNCH, 4096, 0), 0);
+	assert_int_equal(batch_run(b), -ENOSPC);
+	assert_int_equal(b->reqs[0].res, 0);
+	assert_int_equal(b->reqs[1].res, -ENOSPC);
+	assert_int_equal(b->reqs[2].res, -EOPNOTSUPP);
+	assert_int_equal(batch_member_error(b, 0), 0);
+	assert_int_equal(batch_member_error(b, 1), -ENOSPC);
+	assert_int_equal(batch_member_error(b, 2), 0);
+	assert_int_equal(batch_refused(b), 1u << 2);
+	assert_int_equal(batch_changed(b), 1u << 1 | 1u << 2);
+	/* Only refusals: the run says so, the request keeps its failure. */
+	assert_int_equal(batch_discard(b, &m[2], IO_PUNCH, 4096, 4096), 0);
+	assert_int_equal(batch_run(b), -EOPNOTSUPP);
+	assert_int_equal(batch_member_error(b, 1), -ENOSPC);
+	/* A new request starts clean. */
+	b = batch_begin();
+	assert_int_equal(b->failed | b->refused | b->changed, 0);
+	assert_int_equal(batch_member_error(b, 1), 0);
+}
+
+/*
+ * A discard some members refuse and others did is completed on the
+ * refusers with zeros (zero range, else writes), so they read zero too;
+ * one every member refused changes nothing and says so.
+ */
+static void
+test_batch_run_discard_zeroes_refusers(void **state)
+{
+	struct fixture *f = *state;
+	struct fixture_spec s = { .n = 3, .mem_size = 256 << 10 };
+	struct raid_member *m;
+	struct batch *b;
+
+	fixture_members(f, &s);
+	m = f->m;
+	for (unsigned i = 0; i < 3; i++) {
+		memset(mem_of(&m[i])->data, 0x77, s.mem_size);
+	}
+	mem_of(&m[1])->refuse_ops = 1u << IO_TRIM;
+	mem_of(&m[2])->refuse_ops = 1u << IO_TRIM | 1u << IO_ZERO;
+	b = batch_begin();
+	for (unsigned i = 0; i < 3; i++) {
+		assert_int_equal(
+			batch_discard(b, &m[i], IO_TRIM, 200 << 10, 4096), 0);
+	}
+	assert_int_equal(batch_run_discard(b), 0);
+	for (unsigned i = 0; i < 3; i++) {
+		const uint8_t *d = mem_of(&m[i])->data;
+
+		assert_int_equal(d[4095], 0x77);
+		for (unsigned x = 4096; x < 4096 + (200 << 10); x++) {
+			assert_int_equal(d[x], 0);
+		}
+		assert_int_equal(d[4096 + (200 << 10)], 0x77);
+	}
+	assert_int_equal(mem_of(&m[1])->count[IO_ZERO], 1);
+	assert_true(mem_of(&m[2])->count[IO_WRITE] >= 1);
+	/* Every member refusing: nothing changes, -EOPNOTSUPP. */
+	mem_of(&m[0])->refuse_ops = 1u << IO_TRIM;
+	memset(mem_of(&m[0])->data, 0x77, s.mem_size);
+	b = batch_begin();
+	for (unsigned i = 0; i < 3; i++) {
+		assert_int_equal(batch_discard(b, &m[i], IO_TRIM, 4096, 0), 0);
+	}
+	assert_int_equal(batch_run_discard(b), -EOPNOTSUPP);
+	assert_int_equal(mem_of(&m[0])->data[0], 0x77);
+}
 
 int
 main(void)
@@ -180,6 +278,12 @@ main(void)
 			fixture_teardown),
 		cmocka_unit_test_setup_teardown(
 			test_batch_reset_gives_back_inflight, fixture_setup,
+			fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_batch_results_per_member,
+						fixture_setup,
+						fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_batch_run_discard_zeroes_refusers, fixture_setup,
 			fixture_teardown),
 	};
 

@@ -76,7 +76,8 @@ test_config_chunk_bounds(void **state)
 	assert_int_equal(c.chunk_bytes, RAID_DEFAULT_CHUNK);
 	for (unsigned i = 0; i < 5; i++) {
 		assert_int_equal(raid_config_set(&c, "chunk", bad[i]), -EINVAL);
-		assert_non_null(strstr(t_last_error, "must be a power of two from 4K to 16M"));
+		assert_non_null(strstr(
+			t_last_error, "must be a power of two from 4K to 16M"));
 		assert_non_null(strstr(t_last_error, bad[i]));
 	}
 	assert_int_equal(raid_config_set(&c, "chunk", "16M"), 0);
@@ -100,16 +101,20 @@ test_config_data_offset(void **state)
 	assert_int_equal(raid_config_set(&c, "data-offset", "264192"), 0);
 	assert_int_equal(c.data_offset, 516 * 512);
 	assert_int_equal(raid_config_set(&c, "data-offset", "1M"), -EINVAL);
-	assert_string_equal(t_last_error,
-			    "key 'data-offset' given twice (command line, command line)");
+	assert_string_equal(
+		t_last_error,
+		"key 'data-offset' given twice (command line, command line)");
 	raid_config_free(&c);
 	raid_config_init(&c);
 	assert_int_equal(raid_config_set(&c, "data-offset", "1000"), -EINVAL);
-	assert_string_equal(t_last_error,
-			    "data-offset '1000': must be a size in bytes (a multiple of 512) or in 512-byte sectors (2048s)");
+	assert_string_equal(
+		t_last_error,
+		"data-offset '1000': must be a size in bytes (a multiple of 512) or in 512-byte sectors (2048s)");
 	assert_int_equal(raid_config_set(&c, "data-offset", "s"), -EINVAL);
 	assert_int_equal(raid_config_set(&c, "data-offset", "-8s"), -EINVAL);
-	assert_int_equal(raid_config_set(&c, "data-offset", "99999999999999999999s"), -EINVAL);
+	assert_int_equal(
+		raid_config_set(&c, "data-offset", "99999999999999999999s"),
+		-EINVAL);
 	assert_int_equal(raid_config_set(&c, "data-offset", "1Ms"), -EINVAL);
 	assert_int_equal(raid_config_set(&c, "data-offset", "4K"), 0);
 	assert_int_equal(c.data_offset, 4096);
@@ -131,8 +136,9 @@ test_config_member_size(void **state)
 	assert_int_equal(raid_config_set(&c, "member-size", "0"), -EINVAL);
 	assert_string_equal(t_last_error, "member-size '0': must not be zero");
 	assert_int_equal(raid_config_set(&c, "member-size", "513"), -EINVAL);
-	assert_string_equal(t_last_error,
-			    "member-size '513': must be a size in bytes (a multiple of 512) or in 512-byte sectors (2048s)");
+	assert_string_equal(
+		t_last_error,
+		"member-size '513': must be a size in bytes (a multiple of 512) or in 512-byte sectors (2048s)");
 	raid_config_free(&c);
 }
 
@@ -166,8 +172,9 @@ test_config_refuses_key_twice(void **state)
 	raid_config_init(&c);
 	assert_int_equal(raid_config_set(&c, "chunk", "64K"), 0);
 	assert_int_equal(raid_config_set(&c, "chunk", "64K"), -EINVAL);
-	assert_string_equal(t_last_error,
-			    "key 'chunk' given twice (command line, command line)");
+	assert_string_equal(
+		t_last_error,
+		"key 'chunk' given twice (command line, command line)");
 	assert_int_equal(raid_config_set(&c, "member", "/a"), 0);
 	assert_int_equal(raid_config_set(&c, "member", "/b"), 0);
 	assert_int_equal(c.nr_members, 2);
@@ -192,8 +199,9 @@ test_config_check(void **state)
 	raid_config_set(&c, "member", "/b");
 	raid_config_set(&c, "layout", "f3");
 	assert_int_equal(raid_config_check(&c), -EINVAL);
-	assert_string_equal(t_last_error,
-			    "raid10 layout 'f3': 3 copies need at least 3 members, have 2");
+	assert_string_equal(
+		t_last_error,
+		"raid10 layout 'f3': 3 copies need at least 3 members, have 2");
 	raid_config_free(&c);
 	raid_config_init(&c);
 	raid_config_set(&c, "level", "0");
@@ -247,10 +255,12 @@ test_config_file_loads(void **state)
 	assert_string_equal(c.members[1], "/abs/m1.img");
 	/* The file's keys may not be given again on the command line. */
 	assert_int_equal(raid_config_set(&c, "chunk", "128K"), -EINVAL);
-	assert_non_null(strstr(t_last_error, "key 'chunk' given twice (config file "));
+	assert_non_null(
+		strstr(t_last_error, "key 'chunk' given twice (config file "));
 	assert_non_null(strstr(t_last_error, "a.conf, command line)"));
 	assert_int_equal(raid_config_set(&c, "member", "/x"), -EINVAL);
-	assert_non_null(strstr(t_last_error, "key 'member' given in both the config file"));
+	assert_non_null(strstr(t_last_error,
+			       "key 'member' given in both the config file"));
 	raid_config_free(&c);
 	unlink(path);
 	free(path);
@@ -276,19 +286,75 @@ test_config_file_conflicts_with_command_line(void **state)
 	raid_config_free(&c);
 	raid_config_init(&c);
 	assert_int_equal(raid_config_set(&c, "config", bad), -EINVAL);
-	assert_non_null(strstr(t_last_error, "c.conf line 2: expected key = value"));
+	assert_non_null(
+		strstr(t_last_error, "c.conf line 2: expected key = value"));
 	raid_config_free(&c);
 	raid_config_init(&c);
 	assert_int_equal(raid_config_set(&c, "config", "/nonexistent.conf"),
 			 -ENOENT);
-	assert_string_equal(t_last_error,
-			    "config file /nonexistent.conf: No such file or directory");
+	assert_string_equal(
+		t_last_error,
+		"config file /nonexistent.conf: No such file or directory");
 	raid_config_free(&c);
 	unlink(path);
 	unlink(bad);
 	free(path);
 	free(bad);
 	rmdir(dir);
+}
+
+/* Lines of help that start with key (a usage column). */
+static unsigned
+help_lines_starting(const char *help, const char *key)
+{
+	unsigned n = 0;
+
+	for (const char *l = help; l; l = strchr(l, '\n')) {
+		l += *l == '\n';
+		n += strncmp(l, key, strlen(key)) == 0;
+	}
+	return n;
+}
+
+/* The help text comes from the option table: every key, once, known. */
+static void
+test_config_help_lists_every_key(void **state)
+{
+	static const char *const keys[] = {
+		"level=",	"member=", "chunk=",	"layout=",
+		"direct=",	"io=",	   "metadata=", "data-offset=",
+		"member-size=", "config=",
+	};
+	const char *help = raid_config_help();
+	unsigned usage_lines = 0;
+	struct raid_config c;
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		assert_int_equal(help_lines_starting(help, keys[i]), 1);
+	}
+	/* No other usage lines: each names a key the parser knows. */
+	raid_config_init(&c);
+	for (const char *l = help; l; l = strchr(l, '\n')) {
+		char key[32];
+		size_t n;
+
+		l += *l == '\n';
+		n = strcspn(l, "=");
+		if (*l == ' ' || n >= sizeof(key)) {
+			continue;
+		}
+		usage_lines++;
+		memcpy(key, l, n);
+		key[n] = '\0';
+		t_last_error[0] = '\0';
+		if (strcmp(key, "config") != 0) {
+			raid_config_set(&c, key, "?");
+			assert_null(strstr(t_last_error, "unknown parameter"));
+		}
+	}
+	assert_int_equal(usage_lines, sizeof(keys) / sizeof(keys[0]));
+	raid_config_free(&c);
 }
 
 int
@@ -307,6 +373,8 @@ main(void)
 		cmocka_unit_test_setup(test_config_file_loads, t_setup),
 		cmocka_unit_test_setup(
 			test_config_file_conflicts_with_command_line, t_setup),
+		cmocka_unit_test_setup(test_config_help_lists_every_key,
+				       t_setup),
 	};
 
 	t_init();

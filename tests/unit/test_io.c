@@ -43,8 +43,8 @@ quiet_log(enum raid_log_level lvl, const char *fmt, va_list ap)
 /* n sparse member files of `size` bytes in `where`, and a config. */
 static void
 make_config_sized(struct raid_config *c, const char *where, int level,
-		  unsigned n, enum raid_io_mode io, bool direct,
-		  uint64_t chunk, uint64_t size)
+		  unsigned n, enum raid_io_mode io, bool direct, uint64_t chunk,
+		  uint64_t size)
 {
 	char path[PATH_MAX + 32];
 
@@ -101,7 +101,8 @@ run_random(const char *where, int level, enum raid_io_mode io, bool direct)
 	model = calloc(1, size);
 	raw = malloc(size + 64);
 	for (unsigned i = 0; i < 400; i++) {
-		uint64_t off = t_rand(size), len = 1 + t_rand(MIN(size - off, 100000));
+		uint64_t off = t_rand(size),
+			 len = 1 + t_rand(MIN(size - off, 100000));
 		unsigned op = t_rand(8);
 
 		/* A buffer 1..63 bytes past an aligned address. */
@@ -201,7 +202,10 @@ test_io_read_past_end_is_error(void **state)
 	for (unsigned i = 0; i < 2; i++) {
 		struct io_req r[2] = {
 			{ .m = &m, .op = IO_READ, .buf = ok, .len = 512 },
-			{ .m = &m, .op = IO_READ, .buf = buf, .len = 8192,
+			{ .m = &m,
+			  .op = IO_READ,
+			  .buf = buf,
+			  .len = 8192,
 			  .off = 4096 },
 		};
 
@@ -248,8 +252,13 @@ open_member(struct raid_member *m, const char *name, size_t size)
 static void
 test_io_vectored_write_read(void **state)
 {
-	static const struct { size_t at, len; } segs[4] = {
-		{ 9000, 4096 }, { 0, 1000 }, { 20000, 3 }, { 5000, 3901 },
+	static const struct {
+		size_t at, len;
+	} segs[4] = {
+		{ 9000, 4096 },
+		{ 0, 1000 },
+		{ 20000, 3 },
+		{ 5000, 3901 },
 	};
 	const struct io_backend *be[2] = { &uring_backend, &psync_backend };
 	struct raid_member m = { .fd = -1, .path = "vec" };
@@ -271,18 +280,29 @@ test_io_vectored_write_read(void **state)
 		for (unsigned i = 0; i < 4; i++) {
 			wv[i] = (struct iovec){ src + segs[i].at, segs[i].len };
 			/* Read back into other places, in reverse order. */
-			rv[3 - i] = (struct iovec){ dst + segs[i].at, segs[i].len };
+			rv[3 - i] =
+				(struct iovec){ dst + segs[i].at, segs[i].len };
 		}
-		r[0] = (struct io_req){ .m = &m, .op = IO_WRITE, .flags = IO_FUA,
-					.iov = wv, .nr_iov = 4, .len = total,
+		r[0] = (struct io_req){ .m = &m,
+					.op = IO_WRITE,
+					.flags = IO_FUA,
+					.iov = wv,
+					.nr_iov = 4,
+					.len = total,
 					.off = 1000 + b };
-		r[1] = (struct io_req){ .m = &m, .op = IO_READ, .buf = other,
-					.len = 512, .off = 40000 };
+		r[1] = (struct io_req){ .m = &m,
+					.op = IO_READ,
+					.buf = other,
+					.len = 512,
+					.off = 40000 };
 		assert_int_equal(be[b]->submit_wait(r, 2), 0);
 		assert_int_equal(r[0].done, total);
 		memset(dst, 0xee, sizeof(dst));
-		r[0] = (struct io_req){ .m = &m, .op = IO_READ, .iov = rv,
-					.nr_iov = 4, .len = total,
+		r[0] = (struct io_req){ .m = &m,
+					.op = IO_READ,
+					.iov = rv,
+					.nr_iov = 4,
+					.len = total,
 					.off = 1000 + b };
 		r[1].done = 0;
 		assert_int_equal(be[b]->submit_wait(r, 2), 0);
@@ -322,10 +342,15 @@ test_io_vectored_resume_mid_segment(void **state)
 		for (unsigned i = 0; i < 3; i++) {
 			v[i] = (struct iovec){ buf[i], 4096 };
 		}
-		r[0] = (struct io_req){ .m = &m, .op = IO_READ, .iov = v,
-					.nr_iov = 3, .len = 3 * 4096,
+		r[0] = (struct io_req){ .m = &m,
+					.op = IO_READ,
+					.iov = v,
+					.nr_iov = 3,
+					.len = 3 * 4096,
 					.off = 100 };
-		r[1] = (struct io_req){ .m = &m, .op = IO_READ, .buf = other,
+		r[1] = (struct io_req){ .m = &m,
+					.op = IO_READ,
+					.buf = other,
 					.len = 512 };
 		/* The first 5000 bytes came in an earlier, short transfer. */
 		io_req_advance(&r[0], 5000);
@@ -360,11 +385,15 @@ test_io_vectored_read_past_end_is_error(void **state)
 	fill(file, sizeof(file), 1);
 	for (unsigned b = 0; b < 2; b++) {
 		/* Out of order in memory: the end falls in buf[0]. */
-		struct iovec v[3] = { { buf[2], 4096 }, { buf[1], 4096 },
+		struct iovec v[3] = { { buf[2], 4096 },
+				      { buf[1], 4096 },
 				      { buf[0], 4096 } };
 		struct io_req r[2] = {
 			{ .m = &m, .op = IO_READ, .buf = other, .len = 512 },
-			{ .m = &m, .op = IO_READ, .iov = v, .nr_iov = 3,
+			{ .m = &m,
+			  .op = IO_READ,
+			  .iov = v,
+			  .nr_iov = 3,
 			  .len = 3 * 4096 },
 		};
 
@@ -414,8 +443,9 @@ test_io_vectored_over_iov_max(void **state)
 			assert_int_equal(raid_pread(a, r, len, off, 0), 0);
 			assert_memory_equal(r, w, len);
 			/* Unaligned buffer: the bounce path, same bytes. */
-			assert_int_equal(raid_pread(a, r + 1, len - 4096,
-						    off + 4096, 0), 0);
+			assert_int_equal(
+				raid_pread(a, r + 1, len - 4096, off + 4096, 0),
+				0);
 			assert_memory_equal(r + 1, w + 4096, len - 4096);
 			raid_close(a);
 			raid_config_free(&c);

@@ -40,29 +40,29 @@
 #include "helpers.h"
 #include "layout.h"
 
-#define MAX_N      8            /* members tried: 1 .. MAX_N */
-#define TEST_ROWS  13           /* member chunks tried: 0 .. TEST_ROWS */
+#define MAX_N	   8  /* members tried: 1 .. MAX_N */
+#define TEST_ROWS  13 /* member chunks tried: 0 .. TEST_ROWS */
 #define MAX_ROWS   16
 #define MAX_CHUNKS (MAX_N * MAX_ROWS)
-#define MAX_SHIFT  3            /* byte test: chunks of 1 .. 8 bytes */
+#define MAX_SHIFT  3 /* byte test: chunks of 1 .. 8 bytes */
 #define NO_CHUNK   (-1)
 
 /* One layout= setting of one level, and what md makes of it. */
 struct lcase {
 	const struct raid_layout *layout;
-	const char *str;        /* layout= string; NULL: the default */
-	char kind;              /* '0', '1', 'n' near, 'f' far, 'o' offset */
-	unsigned k;             /* copies in the string (raid1: members) */
-	const char *name;       /* what layout_name() prints */
+	const char *str;  /* layout= string; NULL: the default */
+	char kind;	  /* '0', '1', 'n' near, 'f' far, 'o' offset */
+	unsigned k;	  /* copies in the string (raid1: members) */
+	const char *name; /* what layout_name() prints */
 };
 
 static const struct lcase cases[] = {
-	{ &raid0_layout,  NULL, '0', 1, "" },
-	{ &raid0_layout,  "",   '0', 1, "" },
-	{ &raid1_layout,  NULL, '1', 0, "" },
-	{ &raid1_layout,  "",   '1', 0, "" },
+	{ &raid0_layout, NULL, '0', 1, "" },
+	{ &raid0_layout, "", '0', 1, "" },
+	{ &raid1_layout, NULL, '1', 0, "" },
+	{ &raid1_layout, "", '1', 0, "" },
 	{ &raid10_layout, NULL, 'n', 2, "n2" },
-	{ &raid10_layout, "",   'n', 2, "n2" },
+	{ &raid10_layout, "", 'n', 2, "n2" },
 	{ &raid10_layout, "n2", 'n', 2, "n2" },
 	{ &raid10_layout, "n3", 'n', 3, "n3" },
 	{ &raid10_layout, "n4", 'n', 4, "n4" },
@@ -96,8 +96,8 @@ struct tcase {
 	struct model m;
 };
 
-static struct tcase tc;         /* the geometry under test */
-static char where[192];         /* the geometry, printed on any failure */
+static struct tcase tc; /* the geometry under test */
+static char where[192]; /* the geometry, printed on any failure */
 
 static void __attribute__((format(printf, 2, 3)))
 check_true(bool ok, const char *fmt, ...)
@@ -466,21 +466,24 @@ check_chunk(const struct tcase *t, uint64_t k)
 	unsigned nr, copies = lcase_copies(t->lc, t->n);
 
 	for (unsigned i = 0; i <= RAID_MAX_COPIES; i++) {
-		locs[i] = (struct raid_loc){ .member = 999, .member_chunk = ~0ull };
+		locs[i] = (struct raid_loc){ .member = 999,
+					     .member_chunk = ~0ull };
 	}
 	nr = t->lc->layout->map(&t->g, k, locs);
 	check_eq(nr, copies, "chunk %" PRIu64 ": places", k);
 	check_eq(t->m.nr_places[k], copies, "chunk %" PRIu64 ": model", k);
 	check_eq(locs[nr].member, 999, "chunk %" PRIu64 ": wrote past", k);
 	for (unsigned c = 0; c < nr; c++) {
-		check_true(locs[c].member < t->n && locs[c].member_chunk < t->rows,
-			   "chunk %" PRIu64 " copy %u at member %u chunk %"
-			   PRIu64 ": outside", k, c, locs[c].member,
-			   locs[c].member_chunk);
+		check_true(locs[c].member < t->n &&
+				   locs[c].member_chunk < t->rows,
+			   "chunk %" PRIu64
+			   " copy %u at member %u chunk %" PRIu64 ": outside",
+			   k, c, locs[c].member, locs[c].member_chunk);
 		for (unsigned e = 0; e < c; e++) {
 			check_true(locs[e].member != locs[c].member,
 				   "chunk %" PRIu64 ": copies %u and %u both "
-				   "on member %u", k, e, c, locs[c].member);
+				   "on member %u",
+				   k, e, c, locs[c].member);
 		}
 		got[c] = locs[c];
 		want[c] = t->m.place[k][c];
@@ -491,16 +494,17 @@ check_chunk(const struct tcase *t, uint64_t k)
 		check_true(loc_cmp(&got[c], &want[c]) == 0,
 			   "chunk %" PRIu64 ": places differ from the model "
 			   "(sorted #%u: member %u chunk %" PRIu64 ", want "
-			   "member %u chunk %" PRIu64 ")", k, c,
-			   got[c].member, got[c].member_chunk, want[c].member,
-			   want[c].member_chunk);
+			   "member %u chunk %" PRIu64 ")",
+			   k, c, got[c].member, got[c].member_chunk,
+			   want[c].member, want[c].member_chunk);
 	}
 	for (unsigned c = 0; c < nr; c++) {
 		check_true(loc_cmp(&locs[c], &t->m.place[k][c]) == 0,
-			   "chunk %" PRIu64 " slot %u: member %u chunk %"
-			   PRIu64 ", md's order wants member %u chunk %" PRIu64,
+			   "chunk %" PRIu64 " slot %u: member %u chunk %" PRIu64
+			   ", md's order wants member %u chunk %" PRIu64,
 			   k, c, locs[c].member, locs[c].member_chunk,
-			   t->m.place[k][c].member, t->m.place[k][c].member_chunk);
+			   t->m.place[k][c].member,
+			   t->m.place[k][c].member_chunk);
 	}
 }
 
@@ -529,7 +533,7 @@ check_injective(const struct tcase *t)
 	int grid[MAX_N][MAX_ROWS];
 	uint64_t used = 0;
 
-	code_grid(t, grid);     /* fails on a cell written twice */
+	code_grid(t, grid); /* fails on a cell written twice */
 	for (unsigned d = 0; d < t->n; d++) {
 		for (unsigned r = 0; r < t->rows; r++) {
 			check_eq((uint64_t)(int64_t)grid[d][r],
@@ -555,39 +559,69 @@ struct picture {
 	struct lcase lc;
 	unsigned n;
 	unsigned rows;
-	int cell[6][4];         /* [row][member], as md draws them */
+	int cell[6][4]; /* [row][member], as md draws them */
 };
 
 static const struct picture pictures[] = {
 	/* md(4) and the md wiki: n2 on 2, 3 and 4 drives. */
-	{ { &raid10_layout, "n2", 'n', 2, "n2" }, 2, 4,
+	{ { &raid10_layout, "n2", 'n', 2, "n2" },
+	  2,
+	  4,
 	  { { 0, 0 }, { 1, 1 }, { 2, 2 }, { 3, 3 } } },
-	{ { &raid10_layout, "n2", 'n', 2, "n2" }, 3, 4,
+	{ { &raid10_layout, "n2", 'n', 2, "n2" },
+	  3,
+	  4,
 	  { { 0, 0, 1 }, { 1, 2, 2 }, { 3, 3, 4 }, { 4, 5, 5 } } },
-	{ { &raid10_layout, "n2", 'n', 2, "n2" }, 4, 2,
+	{ { &raid10_layout, "n2", 'n', 2, "n2" },
+	  4,
+	  2,
 	  { { 0, 0, 1, 1 }, { 2, 2, 3, 3 } } },
 	/* f2 on 2 and 3 drives: the second half shifted by one device. */
-	{ { &raid10_layout, "f2", 'f', 2, "f2" }, 2, 6,
+	{ { &raid10_layout, "f2", 'f', 2, "f2" },
+	  2,
+	  6,
 	  { { 0, 1 }, { 2, 3 }, { 4, 5 }, { 1, 0 }, { 3, 2 }, { 5, 4 } } },
-	{ { &raid10_layout, "f2", 'f', 2, "f2" }, 3, 6,
-	  { { 0, 1, 2 }, { 3, 4, 5 }, { 6, 7, 8 },
-	    { 2, 0, 1 }, { 5, 3, 4 }, { 8, 6, 7 } } },
+	{ { &raid10_layout, "f2", 'f', 2, "f2" },
+	  3,
+	  6,
+	  { { 0, 1, 2 },
+	    { 3, 4, 5 },
+	    { 6, 7, 8 },
+	    { 2, 0, 1 },
+	    { 5, 3, 4 },
+	    { 8, 6, 7 } } },
 	/* Neil Brown's o2 patch: "A B C D / D A B C / E F G H / H E F G". */
-	{ { &raid10_layout, "o2", 'o', 2, "o2" }, 4, 4,
-	  { { 0, 1, 2, 3 }, { 3, 0, 1, 2 }, { 4, 5, 6, 7 },
-	    { 7, 4, 5, 6 } } },
+	{ { &raid10_layout, "o2", 'o', 2, "o2" },
+	  4,
+	  4,
+	  { { 0, 1, 2, 3 }, { 3, 0, 1, 2 }, { 4, 5, 6, 7 }, { 7, 4, 5, 6 } } },
 	/* Worked by hand from calc_sectors(): leftover rows stay unused. */
-	{ { &raid10_layout, "n2", 'n', 2, "n2" }, 3, 3,
+	{ { &raid10_layout, "n2", 'n', 2, "n2" },
+	  3,
+	  3,
 	  { { 0, 0, 1 }, { 1, 2, 2 }, { 3, 3, NO_CHUNK } } },
-	{ { &raid10_layout, "f2", 'f', 2, "f2" }, 3, 5,
-	  { { 0, 1, 2 }, { 3, 4, 5 }, { 2, 0, 1 }, { 5, 3, 4 },
+	{ { &raid10_layout, "f2", 'f', 2, "f2" },
+	  3,
+	  5,
+	  { { 0, 1, 2 },
+	    { 3, 4, 5 },
+	    { 2, 0, 1 },
+	    { 5, 3, 4 },
 	    { NO_CHUNK, NO_CHUNK, NO_CHUNK } } },
-	{ { &raid10_layout, "o3", 'o', 3, "o3" }, 3, 4,
-	  { { 0, 1, 2 }, { 2, 0, 1 }, { 1, 2, 0 },
+	{ { &raid10_layout, "o3", 'o', 3, "o3" },
+	  3,
+	  4,
+	  { { 0, 1, 2 },
+	    { 2, 0, 1 },
+	    { 1, 2, 0 },
 	    { NO_CHUNK, NO_CHUNK, NO_CHUNK } } },
-	{ { &raid0_layout, NULL, '0', 1, "" }, 3, 2,
+	{ { &raid0_layout, NULL, '0', 1, "" },
+	  3,
+	  2,
 	  { { 0, 1, 2 }, { 3, 4, 5 } } },
-	{ { &raid1_layout, NULL, '1', 0, "" }, 2, 3,
+	{ { &raid1_layout, NULL, '1', 0, "" },
+	  2,
+	  3,
 	  { { 0, 0 }, { 1, 1 }, { 2, 2 } } },
 };
 
@@ -626,7 +660,9 @@ static void
 check_refused(const struct raid_layout *l, unsigned n, const char *str)
 {
 	struct raid_geom g = {
-		.nr_members = n, .chunk_shift = 16, .member_chunks = 10,
+		.nr_members = n,
+		.chunk_shift = 16,
+		.member_chunks = 10,
 	};
 	char err[256] = "";
 	int r;
@@ -647,8 +683,13 @@ test_layout_setup_rejects_bad_layouts(void **state)
 		"n2", "f2", "o2", "x2", "0", " ", "default",
 	};
 	static const char *const malformed[] = {
-		"x2", "n1", "n", "n2x", "f1", "o1", "f", "o", "n0", "2", "N2",
-		"n2f2", "n65", "n99999999999999999999999",
+		"x2",  "n1",
+		"n",   "n2x",
+		"f1",  "o1",
+		"f",   "o",
+		"n0",  "2",
+		"N2",  "n2f2",
+		"n65", "n99999999999999999999999",
 	};
 	static const char kinds[] = "nfo";
 	char str[16];
@@ -719,12 +760,14 @@ check_byte(const struct tcase *t, uint64_t b, unsigned c,
 			     (b & (((uint64_t)1 << t->shift) - 1));
 
 	if (loc->member != want->member || mbyte != want_byte) {
-		check_true(false, "array byte %" PRIu64 " copy %u: member %u "
+		check_true(false,
+			   "array byte %" PRIu64 " copy %u: member %u "
 			   "byte %" PRIu64 ", model: member %u byte %" PRIu64,
 			   b, c, loc->member, mbyte, want->member, want_byte);
 	}
 	if (stamp[loc->member][mbyte] == stamp_gen) {
-		check_true(false, "array byte %" PRIu64 " copy %u: member %u "
+		check_true(false,
+			   "array byte %" PRIu64 " copy %u: member %u "
 			   "byte %" PRIu64 " already used by this range",
 			   b, c, loc->member, mbyte);
 	}
@@ -742,35 +785,38 @@ check_range(const struct tcase *t, uint64_t off, uint64_t len)
 
 	stamp_gen++;
 	for (unsigned i = 0; i < nr; i++) {
-		unsigned copies = t->lc->layout->map(&t->g, p[i].chunk_no,
-						     locs);
+		unsigned copies =
+			t->lc->layout->map(&t->g, p[i].chunk_no, locs);
 
 		check_eq(copies, t->g.copies, "chunk %" PRIu64 ": places",
 			 p[i].chunk_no);
 		if (p[i].in_chunk + p[i].len > (1u << t->shift) ||
 		    ((p[i].chunk_no << t->shift) | p[i].in_chunk) != b) {
-			check_true(false, "split [%" PRIu64 ", +%" PRIu64
-				   "): bad piece %u", off, len, i);
+			check_true(false,
+				   "split [%" PRIu64 ", +%" PRIu64
+				   "): bad piece %u",
+				   off, len, i);
 		}
 		for (uint32_t x = 0; x < p[i].len; x++, b++) {
 			for (unsigned c = 0; c < copies; c++) {
-				uint64_t mbyte = (locs[c].member_chunk << t->shift) +
-						 p[i].in_chunk + x;
+				uint64_t mbyte =
+					(locs[c].member_chunk << t->shift) +
+					p[i].in_chunk + x;
 
 				check_byte(t, b, c, &locs[c], mbyte);
 			}
 		}
 	}
-	check_eq(b, off + len, "split [%" PRIu64 ", +%" PRIu64 ") covers",
-		 off, len);
+	check_eq(b, off + len, "split [%" PRIu64 ", +%" PRIu64 ") covers", off,
+		 len);
 }
 
 /* Every byte range within the first three stripes (n chunks each). */
 static void
 check_bytes(const struct tcase *t)
 {
-	uint64_t chunks = t->g.array_chunks < 3 * t->n ? t->g.array_chunks :
-			  3 * t->n;
+	uint64_t chunks =
+		t->g.array_chunks < 3 * t->n ? t->g.array_chunks : 3 * t->n;
 	uint64_t bytes = chunks << t->shift;
 
 	check_eq(t->g.array_chunks, t->m.nr_chunks, "array_chunks vs model");
@@ -800,7 +846,9 @@ check_large(const struct lcase *lc, unsigned n, uint64_t rows)
 {
 	struct raid_loc locs[RAID_MAX_COPIES];
 	struct raid_geom g = {
-		.nr_members = n, .chunk_shift = 19, .member_chunks = rows,
+		.nr_members = n,
+		.chunk_shift = 19,
+		.member_chunks = rows,
 	};
 	uint64_t want = md_array_chunks(lc, n, rows);
 	char err[256] = "";
@@ -817,14 +865,16 @@ check_large(const struct lcase *lc, unsigned n, uint64_t rows)
 		check_eq(nr, lcase_copies(lc, n), "chunk %" PRIu64 ": places",
 			 k);
 		for (unsigned c = 0; c < nr; c++) {
-			check_true(locs[c].member < n && locs[c].member_chunk < rows,
+			check_true(locs[c].member < n &&
+					   locs[c].member_chunk < rows,
 				   "chunk %" PRIu64 " copy %u at member %u "
-				   "chunk %" PRIu64 ": outside", k, c,
-				   locs[c].member, locs[c].member_chunk);
+				   "chunk %" PRIu64 ": outside",
+				   k, c, locs[c].member, locs[c].member_chunk);
 			for (unsigned e = 0; e < c; e++) {
 				check_true(locs[e].member != locs[c].member,
 					   "chunk %" PRIu64 ": copies %u and "
-					   "%u share a member", k, e, c);
+					   "%u share a member",
+					   k, e, c);
 			}
 		}
 	}

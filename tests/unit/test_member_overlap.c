@@ -33,15 +33,20 @@
 
 /* ---- the pure rule ------------------------------------------------------ */
 
-#define BLK(d, how, s, e, name) { { true, (d), 0 }, (how), (s), (e), (name) }
-#define REG(d, i, how, s, e, name) \
-	{ { false, (d), (i) }, (how), (s), (e), (name) }
+#define BLK(d, how, s, e, name)                                                \
+	{                                                                      \
+		{ true, (d), 0 }, (how), (s), (e), (name)                      \
+	}
+#define REG(d, i, how, s, e, name)                                             \
+	{                                                                      \
+		{ false, (d), (i) }, (how), (s), (e), (name)                   \
+	}
 
 /* makedev() as a constant expression: majors below 4096, minors below 256. */
 #define DEV(maj, min) ((dev_t)((maj) << 8 | (min)))
-#define DISK DEV(8, 0)
-#define LOOP0 DEV(7, 0)
-#define FSDEV DEV(8, 16)
+#define DISK	      DEV(8, 0)
+#define LOOP0	      DEV(7, 0)
+#define FSDEV	      DEV(8, 16)
 
 static struct overlap_chain
 chain(unsigned n, const struct overlap_hop *hops)
@@ -108,7 +113,8 @@ test_member_overlap_adjacent_ranges_do_not_overlap(void **state)
 	};
 	const struct overlap_hop l2[] = {
 		BLK(DEV(7, 2), OVERLAP_SELF, 0, 4 * MiB, "/dev/loop2"),
-		REG(FSDEV, 12, OVERLAP_LOOP, 3 * MiB - 1, 7 * MiB, "/srv/b.img"),
+		REG(FSDEV, 12, OVERLAP_LOOP, 3 * MiB - 1, 7 * MiB,
+		    "/srv/b.img"),
 	};
 	struct overlap_chain a = chain(2, l1), b = chain(2, l2);
 	unsigned ha, hb;
@@ -118,8 +124,9 @@ test_member_overlap_adjacent_ranges_do_not_overlap(void **state)
 	/* One byte in common. */
 	assert_true(overlap_meet(&a, &b, &ha, &hb));
 	overlap_reason(&b, 1, hb, &a, 0, ha, why, sizeof(why));
-	assert_string_equal(why,
-			    "both use /srv/b.img: member 1 bytes [3145727, 7340032), member 0 bytes [1048576, 3145728)");
+	assert_string_equal(
+		why,
+		"both use /srv/b.img: member 1 bytes [3145727, 7340032), member 0 bytes [1048576, 3145728)");
 	/* None. */
 	b.hop[1].start = 3 * MiB;
 	assert_false(overlap_meet(&a, &b, &ha, &hb));
@@ -176,12 +183,13 @@ test_member_overlap_files_of_one_filesystem(void **state)
 	assert_int_equal(ha, 1);
 	assert_true(overlap_meet(&a, &c, &ha, &hb));
 	overlap_reason(&a, 2, ha, &c, 1, hb, why, sizeof(why));
-	assert_string_equal(why,
-			    "both use /dev/loop0: member 2 a file in its filesystem, member 1 bytes [1048576, 3145728)");
+	assert_string_equal(
+		why,
+		"both use /dev/loop0: member 2 a file in its filesystem, member 1 bytes [1048576, 3145728)");
 	assert_true(overlap_meet(&a, &d, &ha, &hb));
 	overlap_reason(&a, 1, ha, &d, 0, hb, why, sizeof(why));
-	assert_string_equal(why,
-			    "a file in the filesystem on a loop device backed by it");
+	assert_string_equal(
+		why, "a file in the filesystem on a loop device backed by it");
 }
 
 /* A dm device uses all of its slave; the reason spells out the path. */
@@ -212,8 +220,8 @@ test_member_overlap_holder_uses_all_of_its_slave(void **state)
 			    "member 0 is a device-mapper or md device on it");
 	assert_true(overlap_meet(&a, &c, &ha, &hb));
 	overlap_reason(&a, 1, ha, &c, 0, hb, why, sizeof(why));
-	assert_string_equal(why,
-			    "a device-mapper or md device on a partition of it");
+	assert_string_equal(
+		why, "a device-mapper or md device on a partition of it");
 	assert_false(overlap_meet(&a, &p, &ha, &hb)); /* never meet */
 }
 
@@ -301,20 +309,20 @@ fake_partition(const char *where, unsigned maj, unsigned min, unsigned nr,
 	for (unsigned i = 0; i < 3; i++) {
 		snprintf(rel, sizeof(rel), "sys/devices/virtual/block/%s/%s",
 			 where, keys[i]);
-		snprintf(text, sizeof(text), "%llu", (unsigned long long)vals[i]);
+		snprintf(text, sizeof(text), "%llu",
+			 (unsigned long long)vals[i]);
 		put(rel, text);
 	}
 }
 
 static void
-fake_loop(const char *name, unsigned min, const char *backing,
-	  uint64_t offset)
+fake_loop(const char *name, unsigned min, const char *backing, uint64_t offset)
 {
 	char rel[PATH_MAX], text[PATH_MAX];
 
 	fake_blk(name, 7, min);
-	snprintf(rel, sizeof(rel), "sys/devices/virtual/block/%s/loop/backing_file",
-		 name);
+	snprintf(rel, sizeof(rel),
+		 "sys/devices/virtual/block/%s/loop/backing_file", name);
 	snprintf(text, sizeof(text), "%s/%s", root, backing);
 	put(rel, text);
 	snprintf(rel, sizeof(rel), "sys/devices/virtual/block/%s/loop/offset",
@@ -433,15 +441,16 @@ expect_refused(struct raid_member a, struct raid_member b, const char *why)
 	char want[sizeof(t_last_error)];
 
 	assert_int_equal(check2(a, b), -EINVAL);
-	snprintf(want, sizeof(want), "member 1 (%s): overlaps member 0 (%s): %s",
-		 b.path, a.path, why);
+	snprintf(want, sizeof(want),
+		 "member 1 (%s): overlaps member 0 (%s): %s", b.path, a.path,
+		 why);
 	assert_string_equal(t_last_error, want);
 }
 
 #define LOOP(n, size) blk("loop" #n, 7, n, size)
-#define P1 blk("loop0p1", 259, 0, 2 * MiB)
-#define P2 blk("loop0p2", 259, 1, 4 * MiB)
-#define DM blk("dm-0", 252, 0, 4 * MiB)
+#define P1	      blk("loop0p1", 259, 0, 2 * MiB)
+#define P2	      blk("loop0p2", 259, 1, 4 * MiB)
+#define DM	      blk("dm-0", 252, 0, 4 * MiB)
 
 /* A partition and its disk, either way round; the same device twice. */
 static void
@@ -451,8 +460,9 @@ test_member_overlap_check_partition(void **state)
 	expect_refused(LOOP(0, 8 * MiB), P1, "a partition of it");
 	expect_refused(P2, LOOP(0, 8 * MiB), "member 0 is a partition of it");
 	assert_int_equal(check2(P1, P1), -EINVAL);
-	assert_string_equal(t_last_error,
-			    "member 1 (/dev/loop0p1): same file as member 0 (/dev/loop0p1)");
+	assert_string_equal(
+		t_last_error,
+		"member 1 (/dev/loop0p1): same file as member 0 (/dev/loop0p1)");
 }
 
 /* Two partitions of one disk are two members. */
@@ -485,9 +495,10 @@ test_member_overlap_check_loops_on_one_file(void **state)
 	char why[PATH_MAX + 128];
 
 	(void)state;
-	snprintf(why, sizeof(why),
-		 "both use %s/b.img: member 1 bytes [3145728, 7340032), member 0 bytes [1048576, 5242880)",
-		 root);
+	snprintf(
+		why, sizeof(why),
+		"both use %s/b.img: member 1 bytes [3145728, 7340032), member 0 bytes [1048576, 5242880)",
+		root);
 	expect_refused(LOOP(1, 4 * MiB), LOOP(2, 4 * MiB), why);
 	assert_int_equal(check2(LOOP(1, 4 * MiB), LOOP(3, 2 * MiB)), 0);
 	assert_int_equal(check2(LOOP(0, 8 * MiB), LOOP(1, 4 * MiB)), 0);
@@ -498,11 +509,13 @@ static void
 test_member_overlap_check_holder_and_slaves(void **state)
 {
 	(void)state;
-	expect_refused(DM, P2, "member 0 is a device-mapper or md device on it");
+	expect_refused(DM, P2,
+		       "member 0 is a device-mapper or md device on it");
 	expect_refused(LOOP(0, 8 * MiB), DM,
 		       "a device-mapper or md device on a partition of it");
-	expect_refused(reg("a.img"), DM,
-		       "a device-mapper or md device on a partition of a loop device backed by it");
+	expect_refused(
+		reg("a.img"), DM,
+		"a device-mapper or md device on a partition of a loop device backed by it");
 	/* dm-0 sits on loop0p2 only. */
 	assert_int_equal(check2(DM, P1), 0);
 }
@@ -513,9 +526,8 @@ test_member_overlap_check_file_on_filesystem(void **state)
 {
 	(void)state;
 	if (!major(root_fs)) {
-		print_message("(skipped: %s is on a filesystem without a device)\n",
-			      root);
-		return;
+		print_message("%s is on a filesystem without a device\n", root);
+		skip();
 	}
 	expect_refused(blk("vdz", major(root_fs), minor(root_fs), 64 * MiB),
 		       reg("a.img"), "a file in the filesystem on it");

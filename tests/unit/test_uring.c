@@ -30,7 +30,7 @@
 #include "member.h"
 #include "raid.h"
 
-#define NREQ 100              /* more than the ring's 64 entries */
+#define NREQ	  100 /* more than the ring's 64 entries */
 #define REQ_BYTES 4096u
 
 static unsigned calls, fail_call;
@@ -75,8 +75,8 @@ setup(void **state)
 	assert_true(fd >= 0);
 	assert_int_equal(ftruncate(fd, NREQ * REQ_BYTES), 0);
 	close(fd);
-	assert_int_equal(member_open(&f->m, 0, f->path, false, false,
-				     RAID_IO_URING), 0);
+	assert_int_equal(
+		member_open(&f->m, 0, f->path, false, false, RAID_IO_URING), 0);
 	f->data = malloc(NREQ * REQ_BYTES);
 	f->got = malloc(NREQ * REQ_BYTES);
 	t_fill_random(f->data, NREQ * REQ_BYTES);
@@ -102,7 +102,8 @@ static int
 run_batch(struct fixture *f, int op, uint8_t *buf)
 {
 	for (unsigned i = 0; i < NREQ; i++) {
-		f->reqs[i] = (struct io_req){ .m = &f->m, .op = op,
+		f->reqs[i] = (struct io_req){ .m = &f->m,
+					      .op = op,
 					      .buf = buf + i * REQ_BYTES,
 					      .len = REQ_BYTES,
 					      .off = (uint64_t)i * REQ_BYTES };
@@ -145,8 +146,8 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_uring_fails_before_submitting,
-						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_uring_fails_before_submitting, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_uring_fails_with_requests_in_flight, setup,
 			teardown),
