@@ -150,10 +150,16 @@ def dims(c, p):
 
 
 def label(dim, v):
-    """A value of a grid's axis, as a header shows it."""
-    if dim == "pattern":
-        return pattern_label(v)
+    """A value of a pivot's axis, as a header shows it."""
+    if dim in ("pattern", "config"):
+        return {"pattern": pattern_label, "config": config_label}[dim](v)
     return size_label(to_bytes(v)) if dim == "bs" else str(v)
+
+
+def axis(dim, v):
+    """A value of a pivot's axis (v), its label and, a size, its KiB."""
+    return {"v": v, "label": label(dim, v),
+            "kib": to_bytes(v) // 1024 if dim in ("bs", "chunk") else None}
 
 
 def matches(rule, p):
@@ -332,31 +338,38 @@ def md_table(header, rows, align=None):
     return "\n".join(out + ["| " + " | ".join(str(c) for c in r) + " |" for r in rows])
 
 
-def dat_text(head, titles, rows, keys, fmt):
-    """A gnuplot data file: per row its key and, for every series, the
-    ratio's keys (med, lo, hi), NaN where there is none."""
+def dat_text(spec, dim, rows, titles, rs):
+    """A gnuplot data file of the ratios rs[row][column]: a header, then per
+    row its key and each column's values (spec's, NaN where there is none);
+    or, if spec says "long", a line per cell: x, y (indexes) and its value."""
+    keys, fmt = spec["values"], spec["fmt"]
+
+    def vals(r):
+        return [fmt.format(r[k]) if r else "NaN" for k in keys]
+    if spec.get("long"):
+        return "".join(" ".join(["%d %d" % (x, y)] + vals(r)) + "\n"
+                       for y, row in enumerate(rs) for x, r in enumerate(row))
     lo_hi = " lo hi" if len(keys) == 3 else ""
-    out = [" ".join([head] + ['"%s"%s' % (t, lo_hi) for t in titles])]
-    for key, ratios in rows:
-        vals = [fmt.format(r[k]) if r else "NaN" for r in ratios for k in keys]
-        out.append(" ".join([key] + vals))
+    out = [" ".join([spec["head"]] + ['"%s"%s' % (t, lo_hi) for t in titles])]
+    for v, row in zip(rows, rs):
+        out.append(" ".join([spec["row"].format(**axis(dim, v))] + sum(map(vals, row), [])))
     return "\n".join(out) + "\n"
 
 
-def plots(spec, medium, dat, titles, first, width, **fields):
-    """The plot clauses: the spec's, with a series per title (data columns
-    first + width * i) where it says SERIES."""
-    series = [spec["series"].format(dat=dat, col=first + width * i, lo=first + width * i + 1,
-                                    hi=first + width * i + 2, pt=5 + i, color=D["COLORS"][i],
-                                    title=t) for i, t in enumerate(titles)]
+def plots(spec, medium, fields, titles):
+    """The plot clauses: the spec's, with a series per title where it says
+    SERIES (data columns first + len(values) * i)."""
     out = []
-    for p in spec.get("plots", ["SERIES"]):
+    for p in spec["plots"]:
         if p == "SERIES":
-            out += series
+            cols = [spec["first"] + len(spec["values"]) * i for i in range(len(titles))]
+            out += [spec["series"].format(dat=fields["dat"], col=c, lo=c + 1, hi=c + 2, pt=5 + i,
+                                          color=D["COLORS"][i], title=t)
+                    for i, (c, t) in enumerate(zip(cols, titles))]
         elif isinstance(p, dict):
             out += [p[medium]] if medium in p else []
         else:
-            out.append(p.format(**fields))
+            out.append(p.format_map(fields))
     return ", \\\n     ".join(out)
 
 
@@ -371,7 +384,6 @@ class Part:
         self.pats = patterns_of(self.study, medium)
         found = dict.fromkeys(c for c, _p in DATA[(self.study, medium)])
         self.cfgs = [c for c in spec.get("configs", found) if c in found and c != BASE]
-        self.grid = None  # the grid block's (axis names, cells, axis values)
 
     def ratio(self, c, p, base=BASE):
         return ratio(self.study, self.medium, c, p, base)
@@ -392,25 +404,19 @@ class Part:
                  host_cpu_pct=per_rep(column("host_cpu"), *where), **dict(extra))
         self.rows.append([f.get(k) for k in self.spec["csv"]])
 
-    def chart(self, spec, size, files, **fields):
-        """Write the data files and the script, run gnuplot; the link to
-        the PNG, or nothing if gnuplot failed.  The script names its files
-        relative to its own folder, charts/src/, where gnuplot runs."""
-        medium = D["CHART_MEDIUM"][self.medium].format_map(FACTS)
-        files[self.name + ".gp"] = (
-            "set terminal pngcairo size %s font 'DejaVu Sans,11'\n" % size
-            + "set output '../%s.png'\n" % self.name
-            + spec["script"].format(medium=medium, **fields))
-        for fname, text in files.items():
-            with open(os.path.join(SRC, fname), "w") as f:
-                f.write(text)
-        res = subprocess.run(["gnuplot", self.name + ".gp"], cwd=SRC, capture_output=True,
-                             text=True)
-        if res.returncode != 0:
-            print("report.py: gnuplot failed on %s.gp:\n%s" % (self.name, res.stderr),
-                  file=sys.stderr)
-            return []
-        return ["![%s, %s](charts/%s.png)" % (spec["alt"], D["MEDIA"][self.medium], self.name)]
+    def pivot(self, names, cfgs):
+        """The cells of cfgs x the patterns by their values of names (as dims
+        names them): {values: (config, pattern)}, and each name's values."""
+        cells = {tuple(dims(c, p).get(n) for n in names): (c, p) for c in cfgs for p in self.pats}
+        order = {"members": int, "qd": int, "chunk": to_bytes, "bs": to_bytes,
+                 "pattern": self.pats.index, "config": cfgs.index}
+        return cells, [sorted({k[i] for k in cells}, key=order.get(n, str))
+                       for i, n in enumerate(names)]
+
+    def at(self, cells, key):
+        """The ratio of a pivot's cell (ONE for the baseline), or None."""
+        c, p = cells.get(key, (None, None))
+        return ONE if c == BASE else self.ratio(c, p)
 
 
 # --- blocks: each returns its paragraphs --------------------------------------
@@ -473,16 +479,12 @@ def baseline(part, spec):
 def grid(part, spec):
     """A ratio pivoted: a table per split value, rows by columns."""
     names = (spec.get("split"), spec["rows"], spec["cols"])
-    cells = {tuple(dims(c, p).get(n) for n in names): (c, p) for c in part.cfgs for p in part.pats}
-    order = {"members": int, "qd": int, "chunk": to_bytes, "bs": to_bytes,
-             "pattern": part.pats.index}
-    values = [sorted({k[i] for k in cells}, key=order.get(n, str)) for i, n in enumerate(names)]
-    part.grid = names, cells, values
+    cells, values = part.pivot(names, part.cfgs)
     low, out, gms = spec.get("lowest", {}).get("threshold"), [], {}
     for s in values[0]:
         lines = []
         for rv in values[1]:
-            rs = [part.ratio(*cells.get((s, rv, cv), (None, None))) for cv in values[2]]
+            rs = [part.at(cells, (s, rv, cv)) for cv in values[2]]
             lines.append([spec["row_label"].format(rv)] + [
                 fmt_ratio(r, bold=bool(low and r and r["med"] < low), rng=False) for r in rs])
             for cv in (cv for cv in values[2] if (s, rv, cv) in cells):
@@ -559,67 +561,70 @@ def counts(part, spec):
     return [rep["counts_intro"], md_table(rep["counts_header"], out, ["---", "---"] + ["---:"] * 5)]
 
 
-def lines(part, spec):
-    """Ratio against the number of members, a line per pattern, with the
-    study's published figures and the random-placement ideal."""
-    dat, titles = part.name + ".dat", [pattern_label(p) for p in part.pats]
-    rows = [("%d" % parse_config(c)[1], [ONE if c == BASE else part.ratio(c, p) for p in part.pats])
-            for c in [BASE] + part.cfgs]
-    published, place = part.spec["published"], spec["placement"]
-    files = {dat: dat_text("# members", titles, rows, ("med", "lo", "hi"), "{}"),
-             spec["published"]: "".join("%d %s\n" % (i + 1, v) for i, v in enumerate(published)),
-             place["dat"]: "".join("%d %.3f\n" % (n, random_placement(n, place["qd"]))
-                                   for n in range(1, len(published) + 1))}
-    return part.chart(spec, spec["size"], files,
-                      plots=plots(spec, part.medium, dat, titles, 2, 3))
-
-
-def bars(part, spec):
-    """Clustered bars: a group per pattern, a bar per configuration."""
-    dat, titles = part.name + ".dat", [config_label(c) for c in part.cfgs]
-    rows = [('"%s"' % pattern_label(p), [part.ratio(c, p) for c in part.cfgs]) for p in part.pats]
-    hlines = "".join(D["BAR_LINE"].format(y=y, label=t, style=s) for y, t, s in spec["lines"])
-    return part.chart(spec, spec["size"],
-                      {dat: dat_text("# group", titles, rows, ("med", "lo", "hi"), "{:.4f}")},
-                      ymax=spec["ymax"], lines=hlines,
-                      plots=plots(spec, part.medium, dat, titles, 2, 3))
-
-
-def panels(part, spec):
-    """The grid side by side, a panel per split: its rows (sizes) on a log
-    x axis, a line per column."""
-    (split, rname, cname), cells, (splits, rows, cols) = part.grid
-    files, texts, titles = {}, [], [label(cname, v) for v in cols]
+def chart(part, spec):
+    """A gnuplot chart of the ratios pivoted as spec["pivot"] says (split,
+    rows, columns): per split a data file (a line per row, a series per
+    column) and, in a chart of panels, a panel.  The script's fields: the
+    spec's, the axes' and the last split's.  Its link, or nothing if gnuplot
+    failed (the script names its files relative to charts/src/)."""
+    spec, names = dict(D["CHART"], **spec), spec["pivot"]
+    cfgs = ([BASE] if spec["baseline"] else []) + part.cfgs
+    cells, (splits, rows, cols) = part.pivot(names, cfgs)
+    titles, n, files, panels = [label(names[2], v) for v in cols], len(splits), {}, []
+    f = dict(spec, medium=D["CHART_MEDIUM"][part.medium].format_map(FACTS),
+             xtics=tics(names[2], cols), ytics=tics(names[1], rows),
+             xend=len(cols) - 0.5, yend=len(rows) - 0.5,
+             lines="".join(spec["line"].format(y=y, label=t, style=st)
+                           for y, t, st in spec["lines"]))
     for k, s in enumerate(splits):
-        dat = spec["dat"].format_map({"name": part.name, split: s})
-        files[dat] = dat_text("# %s_bytes label" % rname, titles, [
-            ("%d %s" % (to_bytes(rv) // 1024, rv),
-             [part.ratio(*cells.get((s, rv, cv), (None, None))) for cv in cols]) for rv in rows],
-            ("med",), "{:.4f}")
-        left = 0.06 + k * 0.82 / len(splits)
-        texts.append(spec["panel"].format_map({
-            split: s, "left": left, "right": left + 0.82 / len(splits) - 0.07,
-            "ymax": s + spec["headroom"], "key": spec["keys"][k == len(splits) - 1],
-            "plots": plots(spec, part.medium, dat, titles, 3, 1, **{split: s})}))
-    return part.chart(spec, "%d,620" % (400 + 550 * len(splits)), files, panels="\n".join(texts),
-                      xlo=to_bytes(rows[0]) // 1024 / 1.5, xhi=to_bytes(rows[-1]) // 1024 * 1.5)
+        f.update({names[0]: s, "dat": spec["dat"].format_map({"name": part.name, names[0]: s})})
+        rs = [[part.at(cells, (s, rv, cv)) for cv in cols] for rv in rows]
+        files[f["dat"]] = dat_text(spec, names[1], rows, titles, rs)
+        if "panel" in spec:
+            f.update(panel_fields(spec, k, n, s, rows))
+        f["plots"] = plots(spec, part.medium, f, titles)
+        panels.append(spec.get("panel", "").format_map(f))
+    files.update(side_files(part, spec))
+    files[part.name + ".gp"] = (
+        "set terminal pngcairo size %s font 'DejaVu Sans,11'\n" % spec["size"].format_map(f)
+        + "set output '../%s.png'\n" % part.name + spec["script"].format_map(
+            dict(f, panels="\n".join(panels))))
+    for fname, text in files.items():
+        with open(os.path.join(SRC, fname), "w") as out:
+            out.write(text)
+    res = subprocess.run(["gnuplot", part.name + ".gp"], cwd=SRC, capture_output=True, text=True)
+    if res.returncode != 0:
+        print("report.py: gnuplot failed on %s.gp:\n%s" % (part.name, res.stderr), file=sys.stderr)
+        return []
+    return ["![%s, %s](charts/%s.png)" % (spec["alt"], D["MEDIA"][part.medium], part.name)]
 
 
-def heatmap(part, spec):
-    """The grid's one table as a colour map, each cell labelled."""
-    (_split, rname, cname), cells, (splits, rows, cols) = part.grid
-    dat = part.name + ".dat"
-    rs = [(x, y, part.ratio(*cells.get((splits[0], rv, cv), (None, None))))
-          for y, rv in enumerate(rows) for x, cv in enumerate(cols)]
-    text = "".join("%d %d %s\n" % (x, y, "%.3f" % r["med"] if r else "NaN") for x, y, r in rs)
-    tics = [", ".join("'%s' %d" % (label(n, v), i) for i, v in enumerate(axis))
-            for n, axis in ((cname, cols), (rname, rows))]
-    return part.chart(spec, spec["size"], {dat: text}, xtics=tics[0], ytics=tics[1],
-                      xmax=len(cols) - 0.5, ymax=len(rows) - 0.5, dat=dat)
+def tics(dim, values):
+    return ", ".join("'%s' %d" % (label(dim, v), i) for i, v in enumerate(values))
+
+
+def panel_fields(spec, k, n, s, rows):
+    """Panel k of n (split value s): its margins, y range and key, and the
+    x range of its rows (sizes, on a log scale)."""
+    first, span, gap = spec["margins"]
+    left = first + k * span / n
+    return {"left": left, "right": left + span / n - gap, "ymax": s + spec["headroom"],
+            "key": spec["keys"][k == n - 1], "width": spec["width"][0] + spec["width"][1] * n,
+            "xlo": to_bytes(rows[0]) // 1024 / 1.5, "xhi": to_bytes(rows[-1]) // 1024 * 1.5}
+
+
+def side_files(part, spec):
+    """The study's published figures and an ideal, by members, if the
+    chart plots them."""
+    if "published" not in spec:
+        return {}
+    pub, (dat, ideal, qd) = part.spec["published"], spec["ideal"]
+    return {spec["published"]: "".join("%d %s\n" % (i + 1, v) for i, v in enumerate(pub)),
+            dat: "".join("%d %.3f\n" % (n, IDEAL[ideal](n, qd)) for n in range(1, len(pub) + 1))}
 
 
 BLOCKS = {"table": table, "goals": goals, "baseline": baseline, "grid": grid, "counts": counts,
-          "lines": lines, "bars": bars, "panels": panels, "heatmap": heatmap}
+          "chart": chart}
 
 
 # --- sections ----------------------------------------------------------------

@@ -94,9 +94,20 @@ CALIBRATION = {
 }
 
 # --- charts --------------------------------------------------------------------
-# Series templates get {dat}, {col} ({lo}, {hi}: the range's columns), {pt},
-# {color} and {title}; "SERIES" in a list of plots stands for them, and a
-# {medium: plot} entry is drawn on that medium only.
+# A chart pivots the ratios: "pivot" names its split (a data file, and a panel,
+# each), rows (a line of the data file each, keyed by "row": {v}, {label},
+# {kib}) and columns (a series each), out of dims the grid block knows, plus
+# config; "baseline" adds one member's row.  Each cell gives its ratio's
+# "values" in "fmt"; "long" data files have a line per cell instead (x, y,
+# value).  Series templates get {dat}, {col} ({lo}, {hi}: the range's
+# columns), {pt}, {color} and {title}; "SERIES" in a list of plots stands for
+# them, and a {medium: plot} entry is drawn on that medium only.  Scripts,
+# sizes, panels and plots are templates of the spec's fields, {medium},
+# {dat}, {plots}, the split's value, {xtics}, {ytics} (an axis's labels),
+# {xend}, {yend} (its last index + 0.5), {lines} (a "line" per "lines" entry),
+# and in panels {left}, {right}, {ymax}, {key}, {width}, {xlo}, {xhi}.
+CHART = {"baseline": False, "dat": "{name}.dat", "values": ["med", "lo", "hi"], "fmt": "{:.4f}",
+         "first": 2, "plots": ["SERIES"], "line": "", "lines": []}
 
 COLORS = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02",
           "#a6761d", "#666666", "#1f78b4", "#b2df8a"]
@@ -118,7 +129,9 @@ plot {plots}
 BAR_LINE = """set arrow from graph 0, first {y:g} to graph 1, first {y:g} nohead {style}
 set label '{label}' at graph 0.005, first {y:g} left offset 0,0.6 font ',9'
 """
-BAR_SERIES = "'{dat}' using {col}:{lo}:{hi}:xtic(1) lc rgb '{color}' title '{title}'"
+BAR_CHART = {"block": "chart", "size": "1150,620", "pivot": [None, "pattern", "config"],
+             "head": "# group", "row": '"{label}"', "line": BAR_LINE,
+             "series": "'{dat}' using {col}:{lo}:{hi}:xtic(1) lc rgb '{color}' title '{title}'"}
 ONE_MEMBER_LINE = [1, "one member", "lc rgb '#000000' lw 1.5"]
 
 # --- the studies ---------------------------------------------------------------
@@ -155,8 +168,9 @@ STUDIES = [
                 {"kind": ["randread"], "bs": "4k", "qd": 8, "configs": [["0x4", 3.2]],
                  "text": "scaling: {pattern}, {config} >= {threshold}x"},
             ]},
-            {"block": "lines", "alt": "member scaling", "size": "900,600",
-             "published": "mpc.dat", "placement": {"dat": "rp.dat", "qd": 8},
+            {"block": "chart", "alt": "member scaling", "size": "900,600",
+             "pivot": [None, "members", "pattern"], "baseline": True, "head": "# members",
+             "row": "{v}", "fmt": "{}", "published": "mpc.dat", "ideal": ["rp.dat", "placement", 8],
              "script": COMMON + """set title "RAID 0 member scaling, {medium}\\nratio to one member, same run"
 set xlabel 'members'
 set ylabel 'throughput / one member'
@@ -210,8 +224,10 @@ plot {plots}
                               "every chunk-study ratio: {best} ({geomean:.2f}){ties}; the "
                               "default is {chunk}.  See section 2 and the closing note.",
                       "ties": ", within {tie_pct:g} % of each other"}},
-            {"block": "panels", "alt": "chunk size", "dat": "{name}-x{members}.dat",
-             "headroom": 0.6,
+            {"block": "chart", "alt": "chunk size", "pivot": ["members", "chunk", "pattern"],
+             "dat": "{name}-x{members}.dat", "head": "# chunk_bytes label", "row": "{kib} {v}",
+             "values": ["med"], "first": 3, "size": "{width},620", "width": [400, 550],
+             "margins": [0.06, 0.82, 0.07], "headroom": 0.6,
              "script": COMMON + """set multiplot title 'Chunk size, {medium}: ratio to one member (same run)' font ',12'
 set logscale x 2
 set xrange [{xlo:g}:{xhi:g}]
@@ -271,21 +287,23 @@ plot {plots}
                  "again_note": ", measured again; grid {grid:.2f}",
                  "why": "; its lowest single repetition {lo:.2f}",
              }},
-            {"block": "heatmap", "alt": "QD x transfer size", "size": "900,620",
+            {"block": "chart", "alt": "QD x transfer size", "size": "900,620",
+             "pivot": [None, "qd", "bs"], "long": True, "values": ["med"], "fmt": "{:.3f}",
              "script": """set title "Where striping pays: random reads, RAID 0 x2 / one member\\n{medium}"
 set xlabel 'transfer size'
 set ylabel 'queue depth (outstanding I/Os)'
 set xtics ({xtics})
 set ytics ({ytics})
-set xrange [-0.5:{xmax:g}]
-set yrange [-0.5:{ymax:g}]
+set xrange [-0.5:{xend:g}]
+set yrange [-0.5:{yend:g}]
 set cblabel 'ratio (RAID 0 x2 / one member)'
 set cbrange [0.5:2.0]
 set palette defined (0.5 '#b2182b', 0.9 '#f4a582', 0.97 '#f7f7f7', 1.03 '#f7f7f7', 1.5 '#92c5de', 2.0 '#2166ac')
 set tics nomirror
-plot '{dat}' using 1:2:3 with image notitle, \\
-     '' using 1:2:(sprintf('%.2f', $3)) with labels font ',11' notitle
-"""},
+plot {plots}
+""",
+             "plots": ["'{dat}' using 1:2:3 with image notitle",
+                       "'' using 1:2:(sprintf('%.2f', $3)) with labels font ',11' notitle"]},
         ],
         "csv": ["medium", "bs", "qd", "base_iops", "base_mbps", "iops", "mbps", "ratio",
                 "ratio_min", "ratio_max", "reps"],
@@ -333,12 +351,11 @@ plot '{dat}' using 1:2:3 with image notitle, \\
                  "text": "{config}: {pattern} >= {threshold}x"},
             ]},
             {"block": "counts"},
-            {"block": "bars", "alt": "RAID 1", "size": "1150,620", "ymax": 3.6,
+            {**BAR_CHART, "alt": "RAID 1", "ymax": 3.6,
              "script": (COMMON + 'set title "RAID 1 against one member (same run)\\n{medium}"\n'
                         + BARS),
              "lines": [ONE_MEMBER_LINE, [2, "2x", "dt 2 lc rgb '#999999' lw 1.5"],
-                       [3, "3x", "dt 2 lc rgb '#999999' lw 1.5"]],
-             "series": BAR_SERIES},
+                       [3, "3x", "dt 2 lc rgb '#999999' lw 1.5"]]},
         ],
         "csv": ["medium", "config", "pattern", "pattern_label", "base_iops", "base_mbps",
                 "iops", "mbps", "ratio", "ratio_min", "ratio_max", "reps"],
@@ -372,11 +389,10 @@ plot '{dat}' using 1:2:3 with image notitle, \\
                  "text": "{config}: {pattern} (full stripes) >= {threshold}x of one member"},
             ]},
             {"block": "counts"},
-            {"block": "bars", "alt": "RAID 5 and 10", "size": "1150,620", "ymax": 4.8,
+            {**BAR_CHART, "alt": "RAID 5 and 10", "ymax": 4.8,
              "script": (COMMON + 'set title "RAID 0, 5, 10 over 4 members against one member '
                         '(same run)\\n{medium}"\n' + BARS),
-             "lines": [ONE_MEMBER_LINE, [4, "4x", "dt 2 lc rgb '#999999' lw 1.5"]],
-             "series": BAR_SERIES},
+             "lines": [ONE_MEMBER_LINE, [4, "4x", "dt 2 lc rgb '#999999' lw 1.5"]]},
         ],
         "csv": ["medium", "config", "pattern", "pattern_label", "base_iops", "base_mbps",
                 "iops", "mbps", "ratio", "ratio_min", "ratio_max", "reps", "ratio_vs_raid0"],
