@@ -7,6 +7,8 @@ hand-written closing note), renders the studies as studies.py describes
 them (data: tables, goals, charts, prose) into report.md.in (the fixed
 prose), and writes OUT/<study>.csv (medians and ratios), OUT/charts/*.png
 (gnuplot scripts and data in OUT/charts/src/) and OUT/report.md.
+models.py holds what the figures are held against (the disk model, the
+layouts' member I/Os, the ideal speed-ups).
 
 Every ratio is computed per repetition, against the baseline measured in
 the same repetition (one member: nbdraid level=0 over that one member), and
@@ -15,11 +17,8 @@ Standard library only (Debian's /usr/bin/python3), plus gnuplot on PATH.
 """
 import collections
 import csv
-import functools
-import heapq
 import math
 import os
-import random
 import runpy
 import statistics
 import subprocess
@@ -28,7 +27,8 @@ import sys
 OUT = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else sys.exit(__doc__)
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(OUT, "charts", "src")
-D = runpy.run_path(os.path.join(HERE, "studies.py"))
+D = runpy.run_path(os.path.join(HERE, "studies.py"))  # the studies, as data
+M = runpy.run_path(os.path.join(HERE, "models.py"))  # what the figures are held against
 BASE = D["BASELINE"]
 ONE = {"med": 1, "lo": 1, "hi": 1}  # the baseline against itself, on charts
 
@@ -248,60 +248,18 @@ def geomean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
 
 
-@functools.lru_cache(maxsize=None)
-def random_placement(n, k, completions=200000, seed=1):
-    """Throughput, in members, of N members and K requests in flight, each
-    to a uniformly random member, fixed service time: a closed queueing
-    network, simulated (the exponential-service formula N*K/(K+N-1)
-    understates fixed service times)."""
-    rng, queue, events, t = random.Random(seed), [0] * n, [], 0.0
-
-    def arrive(m, t):
-        if queue[m] == 0:
-            heapq.heappush(events, (t + 1.0, m))
-        queue[m] += 1
-    for _ in range(k):
-        arrive(rng.randrange(n), 0.0)
-    for _ in range(completions):
-        t, m = heapq.heappop(events)
-        queue[m] -= 1
-        if queue[m] > 0:
-            heapq.heappush(events, (t + 1.0, m))
-        arrive(rng.randrange(n), t)
-    return completions / t
-
-
-# The ideals a table's rules name: f(members, queue depth).
-IDEAL = {"members": lambda n, qd: n, "queue": min, "one": lambda n, qd: 1,
-         "placement": random_placement}
-
-
 def model(p):
     """What one emulated disk should deliver (IOPS) if kept busy."""
     kind, bs, _qd = pattern_parts(p)
-    pos = to_seconds(FACTS["disk_access"]) if kind.startswith("rand") else 0.0
-    return 1.0 / (pos + to_bytes(bs) / (float(FACTS["disk_mbps"]) * 1e6))
+    return M["disk_iops"](kind, to_bytes(bs), to_seconds(FACTS["disk_access"]),
+                            float(FACTS["disk_mbps"]))
 
 
 def expected_ios(cfg, pat):
-    """Member (reads, writes) per client request that the layout implies,
-    or (None, None) (a partial RAID 5 stripe: it depends on alignment)."""
+    """Member (reads, writes) per client request that the layout implies."""
     level, n, chunk = parse_config(cfg)
     kind, bs, _qd = pattern_parts(pat)
-    b, chunk = to_bytes(bs), to_bytes(chunk)
-    if level == 1:
-        return (1, 0) if "read" in kind else (0, n)
-    if kind == "randread" and b <= 4096:
-        return (1, 0)
-    if kind == "randwrite" and b <= 4096:
-        return {0: (0, 1), 10: (0, 2), 5: (2, 2)}[level]
-    if kind == "read":
-        return (b / chunk, 0)  # aligned: one read per chunk (RAID 5: parity skipped)
-    if kind == "write" and level in (0, 10):
-        return (0, b / chunk * (2 if level == 10 else 1))
-    if kind == "write" and level == 5 and b == (n - 1) * chunk:
-        return (0, n)  # a full stripe: data and parity
-    return (None, None)
+    return M["expected_ios"](level, n, to_bytes(chunk), kind, to_bytes(bs))
 
 
 # --- goals -------------------------------------------------------------------
@@ -448,7 +406,7 @@ def ideal(spec, p, cfgs):
     if "text" in rule:
         return rule["text"]
     qd = pattern_parts(p)[2]
-    return " / ".join("%.2f" % IDEAL[rule["ideal"]](parse_config(c)[1], qd)
+    return " / ".join("%.2f" % M["IDEAL"][rule["ideal"]](parse_config(c)[1], qd)
                       for c in cfgs) + rule.get("suffix", "")
 
 
@@ -620,7 +578,8 @@ def side_files(part, spec):
         return {}
     pub, (dat, ideal, qd) = part.spec["published"], spec["ideal"]
     return {spec["published"]: "".join("%d %s\n" % (i + 1, v) for i, v in enumerate(pub)),
-            dat: "".join("%d %.3f\n" % (n, IDEAL[ideal](n, qd)) for n in range(1, len(pub) + 1))}
+            dat: "".join("%d %.3f\n" % (n, M["IDEAL"][ideal](n, qd))
+                         for n in range(1, len(pub) + 1))}
 
 
 BLOCKS = {"table": table, "goals": goals, "baseline": baseline, "grid": grid, "counts": counts,
