@@ -4,7 +4,9 @@ Only data, no code: the labels, the calibration table, and for every study
 its title and prose, the configurations it compares, its tables, goals,
 charts and CSV columns.  The fixed prose of report.md is report.md.in.
 Strings are str.format templates: {chunk}, {disk_access} and every other
-fact of facts.txt (spaces as _), plus the fields each template names.
+fact of facts.txt (spaces as _), plus the fields each template names; of a
+configuration and a pattern: config, config_label, level, members, chunk,
+pattern, pattern_label, kind, bs, bytes, size, qd (the dims).
 report.py loads this file with runpy (nothing is imported or cached).
 
 Blocks of a study, run per medium (after "### medium"), in order:
@@ -13,12 +15,16 @@ Blocks of a study, run per medium (after "### medium"), in order:
   goals     for each pattern a rule matches: ratio >= threshold
   baseline  one member's absolute figures (all patterns, or the corners)
   grid      a ratio pivoted: split (one table each), rows, columns, out of
-            members, chunk (of the configuration), pattern, bs, qd; with a
-            geometric-mean column and ranking, or a "lowest cell" goal
+            the dims; with a geometric-mean column and ranking, or a
+            "lowest cell" goal
   counts    member I/Os per client request (counts.csv) against the layout
-  lines, bars, panels, heatmap: gnuplot charts of the table or grid
+  chart     a gnuplot chart of the ratios pivoted (see CHART below)
 A rule or a block's "media" limits it; a rule matches a pattern by "kind",
-"bs", "qd" and "qd_min".
+"bs", "qd" and "qd_min".  A study's CSV has a row per configuration and
+pattern, ordered by the dims "csv_by" names, and the columns "csv" names:
+the dims, medium, base_iops, base_mbps, iops, mbps, ratio, ratio_min,
+ratio_max, reps, members_busy_pct, srv_cpu_pct, host_cpu_pct (medians over
+the repetitions), and "csv_ratios", ratios to another base.
 """
 
 MEDIA = {"spindle": "emulated disks", "tmpfs": "tmpfs members"}
@@ -53,13 +59,24 @@ REPORT = {
     "met": "Every goal measured in this run was met.",
     "missed": "Goals missed in this run: {missed} of {goals} (see the table of goals "
               "for what limited each).",
+    "goals_align": ["---", "---", "---:", "---", "---"],
     "timing_header": ["part", "medium", "seconds"],
     "counts_intro": "Member I/Os per client request, counted exactly by the emulated "
                     "disks over a run of a fixed number of client I/Os (no ramp):",
     "counts_header": ["config", "pattern", "client I/Os", "member reads / client I/O",
                       "member writes / client I/O", "member bytes / client byte (r / w)",
                       "expected (layout) reads / writes"],
+    "counts_align": ["---", "---"] + ["---:"] * 5,
 }
+
+# What limited a cell, for a goal missed: each part whose figures (medians
+# over the repetitions) were measured, busy capped at 100; {cores} from facts.
+LIMITS = [
+    [["busy"], "members busy ~{busy:.0f} %"],
+    [["busy", "seeks"], "{seeks:.0f} % of member I/Os paid the access time"],
+    [["srv_cpu"], "server CPU {srv_cpu:.0f} % of a core"],
+    [["host_cpu"], "machine CPU {host_cpu:.0f} % of {cores}00 %"],
+]
 
 CALIBRATION = {
     "title": "### Calibration: one emulated disk against its parameters",
@@ -96,16 +113,17 @@ CALIBRATION = {
 # --- charts --------------------------------------------------------------------
 # A chart pivots the ratios: "pivot" names its split (a data file, and a panel,
 # each), rows (a line of the data file each, keyed by "row": {v}, {label},
-# {kib}) and columns (a series each), out of dims the grid block knows, plus
-# config; "baseline" adds one member's row.  Each cell gives its ratio's
-# "values" in "fmt"; "long" data files have a line per cell instead (x, y,
-# value).  Series templates get {dat}, {col} ({lo}, {hi}: the range's
-# columns), {pt}, {color} and {title}; "SERIES" in a list of plots stands for
-# them, and a {medium: plot} entry is drawn on that medium only.  Scripts,
-# sizes, panels and plots are templates of the spec's fields, {medium},
-# {dat}, {plots}, the split's value, {xtics}, {ytics} (an axis's labels),
-# {xend}, {yend} (its last index + 0.5), {lines} (a "line" per "lines" entry),
-# and in panels {left}, {right}, {ymax}, {key}, {width}, {xlo}, {xhi}.
+# {kib}) and columns (a series each), out of the dims; "baseline" adds one
+# member's row.  Each cell gives its ratio's "values" in "fmt"; "long" data
+# files have a line per cell instead (x, y, value).  Series templates get
+# {dat}, {col} ({lo}, {hi}: the range's columns), {pt}, {color} and {title};
+# "SERIES" in a list of plots stands for them, and a {medium: plot} entry is
+# drawn on that medium only.  Scripts, sizes, panels and plots are templates
+# of the spec's fields, {medium}, {dat}, {plots}, the split's value, {xtics},
+# {ytics} (an axis's labels), {xend}, {yend} (its last index + 0.5), {lines}
+# (a "line" per "lines" entry), and in panels {left}, {right}, {ymax}, {key},
+# {width}, {xlo}, {xhi}.  "published" and "ideal": the study's published
+# figures and an ideal of models.py, by members, as data files.
 CHART = {"baseline": False, "dat": "{name}.dat", "values": ["med", "lo", "hi"], "fmt": "{:.4f}",
          "first": 2, "plots": ["SERIES"], "line": "", "lines": []}
 
@@ -164,9 +182,9 @@ STUDIES = [
             {"block": "goals", "media": ["spindle"], "rules": [
                 {"kind": ["read", "write"], "bs": "1M", "qd": 8,
                  "configs": [["0x2", 1.95], ["0x3", 2.9], ["0x4", 3.8]],
-                 "text": "scaling: {pattern}, {config} >= {threshold:.2f}x"},
+                 "text": "scaling: {pattern_label}, {config_label} >= {threshold:.2f}x"},
                 {"kind": ["randread"], "bs": "4k", "qd": 8, "configs": [["0x4", 3.2]],
-                 "text": "scaling: {pattern}, {config} >= {threshold}x"},
+                 "text": "scaling: {pattern_label}, {config_label} >= {threshold}x"},
             ]},
             {"block": "chart", "alt": "member scaling", "size": "900,600",
              "pivot": [None, "members", "pattern"], "baseline": True, "head": "# members",
@@ -192,6 +210,7 @@ plot {plots}
              "series": "'{dat}' using 1:{col}:{lo}:{hi} with yerrorlines lw 2 pt {pt} "
                        "ps 1.3 lc rgb '{color}' title '{title}'"},
         ],
+        "csv_by": ["pattern", "config"],
         "csv": ["medium", "config", "config_label", "pattern", "pattern_label", "base_iops",
                 "base_mbps", "iops", "mbps", "ratio", "ratio_min", "ratio_max", "reps",
                 "members_busy_pct", "srv_cpu_pct", "host_cpu_pct"],
@@ -252,6 +271,7 @@ plot {plots}
              "series": "'{dat}' using 1:{col}:xtic(2) with linespoints lw 2 pt {pt} ps 1.2 "
                        "lc rgb '{color}' title '{title}'"},
         ],
+        "csv_by": ["members", "chunk", "pattern"],
         "csv": ["medium", "members", "chunk", "pattern", "pattern_label", "base_iops",
                 "base_mbps", "iops", "mbps", "ratio", "ratio_min", "ratio_max", "reps"],
     },
@@ -282,8 +302,8 @@ plot {plots}
                           "is biased low (the minimum of many estimates), so the goal is "
                           "judged on these second, independent measurements:",
                  "header": ["cell", "grid", "measured again"],
-                 "text": "QD x size: {config} >= {threshold}x of one member everywhere "
-                         "(lowest cell: {pattern}{again})",
+                 "text": "QD x size: {config_label} >= {threshold}x of one member everywhere "
+                         "(lowest cell: {pattern_label}{again})",
                  "again_note": ", measured again; grid {grid:.2f}",
                  "why": "; its lowest single repetition {lo:.2f}",
              }},
@@ -305,6 +325,7 @@ plot {plots}
              "plots": ["'{dat}' using 1:2:3 with image notitle",
                        "'' using 1:2:(sprintf('%.2f', $3)) with labels font ',11' notitle"]},
         ],
+        "csv_by": [None, "qd", "bs"],
         "csv": ["medium", "bs", "qd", "base_iops", "base_mbps", "iops", "mbps", "ratio",
                 "ratio_min", "ratio_max", "reps"],
     },
@@ -338,7 +359,7 @@ plot {plots}
         "configs": ["1x2", "1x3"],
         "blocks": [
             {"block": "table", "header": ["pattern", "one member"],
-             "bases": [["1disk", "{config}"]],
+             "bases": [["1disk", "{config_label}"]],
              # Only QD requests are in flight: at most QD copies busy.
              "ideal": {"header": "ideal (2 / 3 copies)", "rules": [
                  {"kind": ["read", "randread"], "ideal": "queue"},
@@ -346,9 +367,9 @@ plot {plots}
              ]}},
             {"block": "goals", "media": ["spindle"], "rules": [
                 {"kind": ["read", "randread"], "qd_min": 2, "configs": [["1x2", 1.9]],
-                 "text": "{config}: {pattern} >= {threshold}x"},
+                 "text": "{config_label}: {pattern_label} >= {threshold}x"},
                 {"kind": ["write", "randwrite"], "configs": [["1x2", 0.9]],
-                 "text": "{config}: {pattern} >= {threshold}x"},
+                 "text": "{config_label}: {pattern_label} >= {threshold}x"},
             ]},
             {"block": "counts"},
             {**BAR_CHART, "alt": "RAID 1", "ymax": 3.6,
@@ -357,6 +378,7 @@ plot {plots}
              "lines": [ONE_MEMBER_LINE, [2, "2x", "dt 2 lc rgb '#999999' lw 1.5"],
                        [3, "3x", "dt 2 lc rgb '#999999' lw 1.5"]]},
         ],
+        "csv_by": ["pattern", "config"],
         "csv": ["medium", "config", "pattern", "pattern_label", "base_iops", "base_mbps",
                 "iops", "mbps", "ratio", "ratio_min", "ratio_max", "reps"],
     },
@@ -382,11 +404,11 @@ plot {plots}
         "configs": ["0x4", "5x4", "10x4"],
         "blocks": [
             {"block": "table", "header": ["pattern", "one member"],
-             "bases": [["1disk", "{config} / one"],
-                       ["0x4", "{config} / RAID 0", "ratio_vs_raid0"]]},
+             "bases": [["1disk", "{config_label} / one"],
+                       ["0x4", "{config_label} / RAID 0"]]},
             {"block": "goals", "media": ["spindle"], "rules": [
                 {"kind": ["write"], "bs": "1536k", "qd": 8, "configs": [["5x4", 2.8]],
-                 "text": "{config}: {pattern} (full stripes) >= {threshold}x of one member"},
+                 "text": "{config_label}: {pattern_label} (full stripes) >= {threshold}x of one member"},
             ]},
             {"block": "counts"},
             {**BAR_CHART, "alt": "RAID 5 and 10", "ymax": 4.8,
@@ -394,7 +416,9 @@ plot {plots}
                         '(same run)\\n{medium}"\n' + BARS),
              "lines": [ONE_MEMBER_LINE, [4, "4x", "dt 2 lc rgb '#999999' lw 1.5"]]},
         ],
+        "csv_by": ["pattern", "config"],
         "csv": ["medium", "config", "pattern", "pattern_label", "base_iops", "base_mbps",
                 "iops", "mbps", "ratio", "ratio_min", "ratio_max", "reps", "ratio_vs_raid0"],
+        "csv_ratios": {"ratio_vs_raid0": "0x4"},
     },
 ]
