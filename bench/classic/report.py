@@ -1,14 +1,12 @@
 #!/usr/bin/python3
 """report.py OUT: the CSVs, charts and report.md of one bench/run.
 
-A generic renderer: it reads what bench/run wrote into OUT (results.csv,
-counts.csv, calibration.csv, facts.txt, timing.csv, optionally notes.md, a
-hand-written closing note), renders the studies as studies.py describes
-them (data: tables, goals, charts, prose) into report.md.in (the fixed
-prose), and writes OUT/<study>.csv (medians and ratios), OUT/charts/*.png
-(gnuplot scripts and data in OUT/charts/src/) and OUT/report.md.
-models.py holds what the figures are held against (the disk model, the
-layouts' member I/Os, the ideal speed-ups).
+Reads what bench/run wrote into OUT (results.csv, counts.csv,
+calibration.csv, facts.txt, timing.csv, optionally notes.md, a hand-written
+closing note), renders the studies as studies.py describes them (data)
+into report.md.in (the fixed prose) and writes OUT/<study>.csv, the charts
+(OUT/charts/*.png, their gnuplot scripts and data in OUT/charts/src/) and
+OUT/report.md.  models.py holds what the figures are held against.
 
 Every ratio is computed per repetition, against the baseline measured in
 the same repetition (one member: nbdraid level=0 over that one member), and
@@ -48,8 +46,8 @@ def read(name, folder=OUT):
 
 
 class Facts(dict):
-    """facts.txt, spaces in names as _: a fact that neither it nor
-    FACT_DEFAULTS has reads "?"."""
+    """facts.txt, spaces in names as _; a fact missing there and in
+    FACT_DEFAULTS reads "?"."""
     def __missing__(self, key):
         return "?"
 
@@ -84,13 +82,11 @@ def to_seconds(s):
 
 
 def figures(r):
-    """A results.csv row with its figures as numbers (None where there is
-    none): IOPS, MB/s, CPU, bytes per second (IOPS x transfer size: a
-    stand-in baseline has another size, and MB/s is rounded to 0.01), the
-    members' busy share and the share of their I/Os that paid the access
-    time.  Busy over runtime + ramp: the counters span a little more
-    (connecting, the last completions), so a saturated member can show a
-    few per cent over 100; the wall clock would overstate idleness."""
+    """A results.csv row, with as numbers (None: not measured) IOPS, MB/s,
+    CPU, bytes/s (IOPS x size: MB/s is rounded, and a stand-in baseline has
+    another size), the members' busy share (over runtime + ramp: a saturated
+    member can show a few per cent over 100, the counters span a little
+    more) and the share of their I/Os that paid the access time."""
     n = {k: fnum(v) for k, v in r.items()}
     b, rt, ios = n["m_busy_s"], n.get("runtime_s"), (n["m_reads"] or 0) + (n["m_writes"] or 0)
     return dict(r, **{k: n[k] for k in ("iops", "mbps", "srv_cpu", "host_cpu")},
@@ -125,8 +121,7 @@ def config(c):
 
 
 def pattern(p):
-    """Kind, transfer size (bs, bytes, size), queue depth and label of
-    'randread:4k:8'."""
+    """Kind, size (bs, bytes, size), queue depth and label of 'randread:4k:8'."""
     kind, bs, qd = p.split(":")
     d = dict(pattern=p, kind=kind, bs=bs, bytes=to_bytes(bs), size=size_label(to_bytes(bs)),
              qd=int(qd))
@@ -134,7 +129,6 @@ def pattern(p):
 
 
 def dims(c, p):
-    """What config() and pattern() say of a configuration and a pattern."""
     return dict(config(c), **pattern(p))
 
 
@@ -146,20 +140,20 @@ def label(dim, v):
 
 
 def matches(rule, p):
-    """Whether pattern p is one of those a rule's kind, bs, qd and qd_min select."""
+    """Whether a rule's kind, bs, qd and qd_min select pattern p."""
     d = pattern(p)
     return (d["kind"] in rule.get("kind", [d["kind"]]) and d["qd"] == rule.get("qd", d["qd"])
             and d["qd"] >= rule.get("qd_min", d["qd"])
             and d["bytes"] == to_bytes(rule.get("bs", d["bs"])))
 
 
-def fmt_abs(v, p):
-    """(IOPS, MB/s): MB/s for transfers of 64K and more, else IOPS."""
-    if v is None:
+def fmt_abs(iops, mbps, p):
+    """MB/s for transfers of 64K and more, else IOPS."""
+    if iops is None:
         return "NA"
     if pattern(p)["bytes"] >= 64 * 1024:
-        return "%.0f MB/s" % v[1]
-    return "%.1fk IOPS" % (v[0] / 1000) if v[0] >= 10000 else "%.0f IOPS" % v[0]
+        return "%.0f MB/s" % mbps
+    return "%.1fk IOPS" % (iops / 1000) if iops >= 10000 else "%.0f IOPS" % iops
 
 
 def fmt_ratio(r, bold=False, rng=True):
@@ -182,19 +176,14 @@ def cell(where):
 
 
 def med(where, key):
-    """The median over a cell's repetitions of one of its figures, or None."""
+    """The median of a figure over a cell's repetitions, or None."""
     vals = [r[key] for r in cell(where).values() if r[key] is not None]
     return statistics.median(vals) if vals else None
 
 
-def absval(where):
-    """(median IOPS, median MB/s) of a cell, or None."""
-    return (med(where, "iops"), med(where, "mbps")) if cell(where) else None
-
-
 def ratio(where, base=BASE):
-    """Median, min and max of the per-repetition ratios of a cell's
-    throughput to base's (same study, medium, pattern), and their number."""
+    """Median, min, max and number of the per-repetition ratios of a cell's
+    throughput to base's (same study, medium and pattern)."""
     a, b = cell(where), cell(where[:2] + (base, where[3]))
     rs = [a[n]["bps"] / b[n]["bps"] for n in a if n in b and b[n]["bps"]]
     if not rs:
@@ -209,7 +198,7 @@ def geomean(xs):
 
 def goal(text, medium, value, threshold, where, why=""):
     """A row of the table of goals: value >= threshold, else what limited
-    the cell where (studies.py's LIMITS, each whose figures were measured)."""
+    the cell where (LIMITS: each part whose figures were measured)."""
     ok = value is not None and value >= threshold
     f = dict({k: med(where, k) for k in ("busy", "seeks", "srv_cpu", "host_cpu")},
              cores=FACTS["cores"].split()[0])
@@ -221,7 +210,7 @@ def goal(text, medium, value, threshold, where, why=""):
                   "" if ok else why])
 
 
-# --- output helpers ----------------------------------------------------------
+# --- output ------------------------------------------------------------------
 
 def md_table(header, rows, align=None):
     align = align or ["---"] + ["---:"] * (len(header) - 1)
@@ -231,8 +220,8 @@ def md_table(header, rows, align=None):
 
 def dat_text(spec, dim, rows, titles, rs):
     """A gnuplot data file of the ratios rs[row][column]: a header, then per
-    row its key and each column's values (spec's, NaN where there is none);
-    or, if spec says "long", a line per cell: x, y (indexes) and its value."""
+    row its key and each column's values (NaN where there is none); or, if
+    "long", a line per cell: x, y (indexes) and its value."""
     def vals(r):
         return [spec["fmt"].format(r[k]) if r else "NaN" for k in spec["values"]]
     if spec.get("long"):
@@ -274,18 +263,18 @@ def panel_fields(spec, k, n, s, rows):
             "xlo": to_bytes(rows[0]) // 1024 / 1.5, "xhi": to_bytes(rows[-1]) // 1024 * 1.5}
 
 
-def side_files(part, spec):
-    """The study's published figures and an ideal, by members, if the
-    chart plots them."""
+def side_files(published, spec):
+    """The study's published figures and an ideal, by members, as data
+    files, if the chart plots them."""
     if "published" not in spec:
         return {}
-    pub, (dat, ideal, qd) = part.spec["published"], spec["ideal"]
-    return {spec["published"]: "".join("%d %s\n" % (i + 1, v) for i, v in enumerate(pub)),
+    dat, ideal, qd = spec["ideal"]
+    return {spec["published"]: "".join("%d %s\n" % (i + 1, v) for i, v in enumerate(published)),
             dat: "".join("%d %.3f\n" % (n, M["IDEAL"][ideal](n, qd))
-                         for n in range(1, len(pub) + 1))}
+                         for n in range(1, len(published) + 1))}
 
 
-def run_gnuplot(name, files):
+def gnuplot(name, files):
     """Write a chart's files into charts/src/ and run its script there;
     whether gnuplot succeeded."""
     for fname, text in files.items():
@@ -322,16 +311,14 @@ class Part:
 
     def one(self, p):
         """One member's figure for pattern p, and what stood in for it."""
-        text = fmt_abs(absval(self.where(BASE, p)), p)
-        alt = STAND_IN[self.study].get(self.medium, {}).get(p)
-        return text + self.spec["stand_in_note"].format(size=pattern(alt)["size"]) if alt else text
+        w, alt = self.where(BASE, p), STAND_IN[self.study].get(self.medium, {}).get(p)
+        note = self.spec["stand_in_note"].format(size=pattern(alt)["size"]) if alt else ""
+        return fmt_abs(med(w, "iops"), med(w, "mbps"), p) + note
 
     def pivot(self, names, cfgs):
-        """The cells of cfgs x the patterns by their values of names (dims of
-        config() and pattern()): {values: (config, pattern)}, and each name's
-        values, in order."""
-        cells = {tuple(dims(c, p).get(n) for n in names): (c, p)
-                 for c in cfgs for p in self.pats}
+        """The cells of cfgs x the patterns by their dims names names:
+        {values: (config, pattern)}, and each name's values in order."""
+        cells = {tuple(dims(c, p).get(n) for n in names): (c, p) for c in cfgs for p in self.pats}
         order = {"members": int, "qd": int, "chunk": to_bytes, "bs": to_bytes,
                  "pattern": self.pats.index, "config": cfgs.index}
         return cells, [sorted({k[i] for k in cells}, key=order.get(n, str))
@@ -343,21 +330,19 @@ class Part:
         return ONE if c == BASE else self.ratio(c, p)
 
     def csv_rows(self):
-        """The study's CSV rows, in the order of the pivot its "csv_by" names:
-        what its columns ask of each cell."""
+        """The study's CSV rows, ordered by the dims "csv_by" names: what its
+        columns ask of each configuration and pattern."""
         cells, values = self.pivot(self.spec["csv_by"], self.cfgs)
         out = []
         for c, p in (cells[k] for k in itertools.product(*values) if k in cells):
-            w, r = self.where(c, p), self.ratio(c, p) or {}
-            (base_iops, base_mbps), (iops, mbps) = (absval(x) or (None, None)
-                                                    for x in (self.where(BASE, p), w))
-            f = dict(dims(c, p), medium=self.medium, base_iops=base_iops,
-                     base_mbps=base_mbps, iops=iops, mbps=mbps, ratio=r.get("med"),
-                     ratio_min=r.get("lo"), ratio_max=r.get("hi"), reps=r.get("n"),
-                     members_busy_pct=med(w, "busy"), srv_cpu_pct=med(w, "srv_cpu"),
-                     host_cpu_pct=med(w, "host_cpu"))
-            for k, b in self.spec.get("csv_ratios", {}).items():  # to another base than BASE
-                f[k] = (self.ratio(c, p, b) or {}).get("med") if b != c else None
+            w, b, r = self.where(c, p), self.where(BASE, p), self.ratio(c, p) or {}
+            f = dict(dims(c, p), medium=self.medium, base_iops=med(b, "iops"),
+                     base_mbps=med(b, "mbps"), iops=med(w, "iops"), mbps=med(w, "mbps"),
+                     ratio=r.get("med"), ratio_min=r.get("lo"), ratio_max=r.get("hi"),
+                     reps=r.get("n"), members_busy_pct=med(w, "busy"),
+                     srv_cpu_pct=med(w, "srv_cpu"), host_cpu_pct=med(w, "host_cpu"))
+            for k, base in self.spec.get("csv_ratios", {}).items():  # to another base
+                f[k] = (self.ratio(c, p, base) or {}).get("med") if base != c else None
             out.append([f.get(k) for k in self.spec["csv"]])
         return out
 
@@ -365,19 +350,21 @@ class Part:
         """Rows: patterns; columns: one member, each configuration's ratio to
         each base, the ideal."""
         cols = [(c, b, h) for c in self.cfgs for b, h in spec["bases"] if b != c]
-        header = spec["header"] + [h.format_map(config(c)) for c, _b, h in cols]
+        ideal = spec.get("ideal")
         rows = [[label("pattern", p), self.one(p)]
                 + [fmt_ratio(self.ratio(c, p, b)) for c, b, _h in cols]
-                + ([self.ideal(spec["ideal"], p)] if "ideal" in spec else []) for p in self.pats]
-        return [md_table(header + ([spec["ideal"]["header"]] if "ideal" in spec else []), rows)]
+                + ([self.ideal(ideal, p)] if ideal else []) for p in self.pats]
+        header = spec["header"] + [h.format_map(config(c)) for c, _b, h in cols]
+        return [md_table(header + ([ideal["header"]] if ideal else []), rows)]
 
     def ideal(self, spec, p):
-        """The ideal column: the first rule that selects p, its text or its
-        ideal (models.py) for each configuration."""
+        """The first rule that selects p: its text, or its ideal (models.py)
+        for each configuration."""
         rule = next(r for r in spec["rules"] if matches(r, p))
         if "text" in rule:
             return rule["text"]
-        return " / ".join("%.2f" % M["IDEAL"][rule["ideal"]](config(c)["members"], pattern(p)["qd"])
+        fn, qd = M["IDEAL"][rule["ideal"]], pattern(p)["qd"]
+        return " / ".join("%.2f" % fn(config(c)["members"], qd)
                           for c in self.cfgs) + rule.get("suffix", "")
 
     def goals(self, spec):
@@ -425,9 +412,9 @@ class Part:
         """The grid's rows ranked by the geometric mean of their ratios; the
         best of them into the summary, on the medium it names."""
         ranked = sorted(((geomean(v), k) for k, v in gms.items() if geomean(v)), reverse=True)
+        best = spec["best"]
         if not ranked:
             return []
-        best = spec["best"]
         if self.medium == best["medium"]:
             ties = [k for g, k in ranked if g >= best["tie"] * ranked[0][0]]
             more = best["ties"].format(tie_pct=round((1 - best["tie"]) * 100, 6))
@@ -437,31 +424,30 @@ class Part:
         return [spec["rank"] + ", ".join("%s %.2f" % (k, g) for g, k in ranked) + "."]
 
     def lowest(self, spec, cells):
-        """The grid's goal: no cell under the threshold.  The cells under it
-        were measured again on their own (study spec["confirm"]): the lowest
-        of many noisy cells is biased low, so the goal is judged on the
-        worst of those second measurements and of the cells not measured
-        again."""
+        """The grid's goal: no cell under the threshold.  The lowest of many
+        noisy cells is biased low: the cells under it were measured again on
+        their own (study spec["confirm"]), and the goal is judged on the
+        worst of those and of the cells not measured again."""
         judged = []  # (ratio judged, config, pattern, the grid's if measured again)
         for c, p in cells.values():
             r, again = self.ratio(c, p), ratio(self.where(c, p, spec["confirm"]))
             if again or r:
                 judged.append((again or r, c, p, again and r))
-        if not judged:
-            return []
         again, out = [j for j in judged if j[3]], []
         if again:
             a, c, p, _g = again[0]
-            reps = cell(self.where(c, p, spec["confirm"]))
+            runs = cell(self.where(c, p, spec["confirm"])).values()
             out = [spec["again"].format(threshold=spec["threshold"], reps=a["n"], cells=len(cells),
-                                        runtime=next(iter(reps.values()))["runtime_s"]),
-                   md_table(spec["header"], [[label("pattern", p), "%.2f" % g["med"], fmt_ratio(a)]
-                                             for a, _c, p, g in again])]
-        r, c, p, g = min(judged, key=lambda j: j[0]["med"])
-        text = spec["text"].format_map(dict(dims(c, p), threshold=spec["threshold"], again=spec[
-            "again_note"].format(grid=g["med"]) if g else ""))
-        goal(text, self.medium, r["med"], spec["threshold"],
-             self.where(c, p, spec["confirm"] if g else None), spec["why"].format(lo=r["lo"]))
+                                        runtime=next(iter(runs))["runtime_s"]),
+                   md_table(spec["header"], [[label("pattern", p), "%.2f" % g["med"],
+                                              fmt_ratio(a)] for a, _c, p, g in again])]
+        if judged:
+            r, c, p, g = min(judged, key=lambda j: j[0]["med"])
+            again_note = spec["again_note"].format(grid=g["med"]) if g else ""
+            text = spec["text"].format_map(dict(dims(c, p), threshold=spec["threshold"],
+                                                again=again_note))
+            goal(text, self.medium, r["med"], spec["threshold"],
+                 self.where(c, p, spec["confirm"] if g else None), spec["why"].format(lo=r["lo"]))
         return out
 
     def counts(self, spec):
@@ -470,23 +456,22 @@ class Part:
         for r in (r for r in COUNTS if (r["study"], r["medium"]) == (self.study, self.medium)):
             n, c, p = int(r["client_ios"]) or 1, config(r["config"]), pattern(r["pattern"])
             er, ew = M["expected_ios"](c["level"], c["members"], to_bytes(c["chunk"]), p["kind"],
-                                      p["bytes"])
+                                       p["bytes"])
             out.append([c["config_label"], p["pattern_label"], n,
                         "%.2f" % (int(r["m_reads"]) / n), "%.2f" % (int(r["m_writes"]) / n),
                         "%.2f / %.2f" % (int(r["m_rbytes"]) / (p["bytes"] * n),
                                          int(r["m_wbytes"]) / (p["bytes"] * n)),
                         "NA" if er is None else "%g / %g" % (round(er, 2), round(ew, 2))])
         rep = D["REPORT"]
-        return [rep["counts_intro"], md_table(rep["counts_header"], out,
-                                              rep["counts_align"])] if out else []
+        return [rep["counts_intro"],
+                md_table(rep["counts_header"], out, rep["counts_align"])] if out else []
 
     def chart(self, spec):
         """A gnuplot chart of the ratios pivoted as spec["pivot"] says (split,
         rows, columns): per split a data file (a line per row, a series per
         column) and, in a chart of panels, a panel.  The script's fields: the
-        spec's, the axes' and the last split's.  The link to its PNG, or
-        nothing if gnuplot failed (the script names its files relative to
-        charts/src/, where gnuplot runs)."""
+        spec's, the axes' and the last split's; it names its files relative
+        to charts/src/, where gnuplot runs.  The link to the PNG, if any."""
         spec, names = dict(D["CHART"], **spec), spec["pivot"]
         cfgs = ([BASE] if spec["baseline"] else []) + self.cfgs
         cells, (splits, rows, cols) = self.pivot(names, cfgs)
@@ -504,14 +489,13 @@ class Part:
             f.update(panel_fields(spec, k, len(splits), s, rows) if "panel" in spec else {})
             f["plots"] = plots(spec, self.medium, f, titles)
             panels.append(spec.get("panel", "").format_map(f))
-        files.update(side_files(self, spec))
+        files.update(side_files(self.spec.get("published"), spec))
         files[self.name + ".gp"] = (
             "set terminal pngcairo size %s font 'DejaVu Sans,11'\n" % spec["size"].format_map(f)
             + "set output '../%s.png'\n" % self.name
             + spec["script"].format_map(dict(f, panels="\n".join(panels))))
-        if not run_gnuplot(self.name, files):
-            return []
-        return ["![%s, %s](charts/%s.png)" % (spec["alt"], D["MEDIA"][self.medium], self.name)]
+        link = "![%s, %s](charts/%s.png)" % (spec["alt"], D["MEDIA"][self.medium], self.name)
+        return [link] if gnuplot(self.name, files) else []
 
 
 BLOCKS = {b: getattr(Part, b) for b in ("table", "goals", "baseline", "grid", "counts", "chart")}
@@ -529,11 +513,11 @@ def calibration():
              for p in pats}
     val = {(r["target"], r["pattern"]): (fnum(r["iops"]), fnum(r["mbps"])) for r in CALIB
            if fnum(r["iops"]) is not None}
-    rows = [[spec["model"]] + [fmt_abs((model[p], model[p] * pattern(p)["bytes"] / 1e6), p)
+    rows = [[spec["model"]] + [fmt_abs(model[p], model[p] * pattern(p)["bytes"] / 1e6, p)
                                for p in pats]]
     for t in dict.fromkeys(r["target"] for r in CALIB):
         rows.append([spec["targets"].get(t, t)] + [
-            "%s (%.2f)" % (fmt_abs(val[(t, p)], p), val[(t, p)][0] / model[p])
+            "%s (%.2f)" % (fmt_abs(*val[(t, p)], p), val[(t, p)][0] / model[p])
             if (t, p) in val else "NA" for p in pats])
     notes = [text.format(mbps=val[(t, p)][1]) for t, p, text in spec["notes"]
              if (t, p) in val and val[(t, p)][0]]
@@ -583,15 +567,15 @@ def main():
     missed = [g for g in GOALS if g[3] != "met"]
     closing = rep["missed"].format(missed=len(missed), goals=len(GOALS)) if missed else rep["met"]
     notes = read("notes.md")
-    closing = closing if notes is None else notes.strip()
-    goals = [rep["goals_intro"], md_table(rep["goals_header"], GOALS,
-                                          rep["goals_align"])] if GOALS else []
+    goals = [rep["goals_intro"],
+             md_table(rep["goals_header"], GOALS, rep["goals_align"])] if GOALS else []
     timing = [md_table(rep["timing_header"], [[t["study"], t["medium"], t["seconds"]]
                                               for t in TIMING])] if TIMING else []
     machine = [(k, k.replace(" ", "_")) for k in D["MACHINE"]]
     template = read("report.md.in", HERE).split("-->\n", 1)[-1]  # the comment at the top
     text = template.format_map(collections.ChainMap(dict(
-        quick="" if FACTS["mode"] == "full" else " --quick", closing=closing,
+        quick="" if FACTS["mode"] == "full" else " --quick",
+        closing=closing if notes is None else notes.strip(),
         machine="".join("- %s: %s\n" % (k, FACTS[f]) for k, f in machine if f in FACTS),
         goals=paragraphs(goals + SUMMARY), body=paragraphs(body), timing=paragraphs(timing),
         study_csvs=", ".join("`%s.csv`" % s["name"] for s in D["STUDIES"])), FACTS))
