@@ -189,8 +189,8 @@ STUDIES = [
             {"block": "chart", "alt": "member scaling", "size": "900,600",
              "pivot": [None, "members", "pattern"], "baseline": True, "head": "# members",
              "row": "{v}", "fmt": "{}", "published": "mpc.dat", "ideal": ["rp.dat", "placement", 8],
-             "script": COMMON + """set title "RAID 0 member scaling, {medium}\\nratio to one member, same run"
-set xlabel 'members'
+             "script": COMMON + 'set title "RAID 0 member scaling, {medium}\\n'
+                                 'ratio to one member, same run"\n' + """set xlabel 'members'
 set ylabel 'throughput / one member'
 set xrange [0.8:4.2]
 set xtics 1
@@ -247,8 +247,8 @@ plot {plots}
              "dat": "{name}-x{members}.dat", "head": "# chunk_bytes label", "row": "{kib} {v}",
              "values": ["med"], "first": 3, "size": "{width},620", "width": [400, 550],
              "margins": [0.06, 0.82, 0.07], "headroom": 0.6,
-             "script": COMMON + """set multiplot title 'Chunk size, {medium}: ratio to one member (same run)' font ',12'
-set logscale x 2
+             "script": COMMON + "set multiplot title 'Chunk size, {medium}: ratio to one member "
+                                 "(same run)' font ',12'\n" + """set logscale x 2
 set xrange [{xlo:g}:{xhi:g}]
 set xlabel 'chunk (log scale)'
 set ylabel 'throughput / one member'
@@ -309,8 +309,8 @@ plot {plots}
              }},
             {"block": "chart", "alt": "QD x transfer size", "size": "900,620",
              "pivot": [None, "qd", "bs"], "long": True, "values": ["med"], "fmt": "{:.3f}",
-             "script": """set title "Where striping pays: random reads, RAID 0 x2 / one member\\n{medium}"
-set xlabel 'transfer size'
+             "script": 'set title "Where striping pays: random reads, RAID 0 x2 / one member'
+                       '\\n{medium}"\n' + """set xlabel 'transfer size'
 set ylabel 'queue depth (outstanding I/Os)'
 set xtics ({xtics})
 set ytics ({ytics})
@@ -318,12 +318,14 @@ set xrange [-0.5:{xend:g}]
 set yrange [-0.5:{yend:g}]
 set cblabel 'ratio (RAID 0 x2 / one member)'
 set cbrange [0.5:2.0]
-set palette defined (0.5 '#b2182b', 0.9 '#f4a582', 0.97 '#f7f7f7', 1.03 '#f7f7f7', 1.5 '#92c5de', 2.0 '#2166ac')
+set palette defined ({palette})
 set tics nomirror
 plot {plots}
 """,
              "plots": ["'{dat}' using 1:2:3 with image notitle",
-                       "'' using 1:2:(sprintf('%.2f', $3)) with labels font ',11' notitle"]},
+                       "'' using 1:2:(sprintf('%.2f', $3)) with labels font ',11' notitle"],
+             "palette": "0.5 '#b2182b', 0.9 '#f4a582', 0.97 '#f7f7f7', 1.03 '#f7f7f7', "
+                        "1.5 '#92c5de', 2.0 '#2166ac'"},
         ],
         "csv_by": [None, "qd", "bs"],
         "csv": ["medium", "bs", "qd", "base_iops", "base_mbps", "iops", "mbps", "ratio",
@@ -408,7 +410,8 @@ plot {plots}
                        ["0x4", "{config_label} / RAID 0"]]},
             {"block": "goals", "media": ["spindle"], "rules": [
                 {"kind": ["write"], "bs": "1536k", "qd": 8, "configs": [["5x4", 2.8]],
-                 "text": "{config_label}: {pattern_label} (full stripes) >= {threshold}x of one member"},
+                 "text": "{config_label}: {pattern_label} (full stripes) >= {threshold}x "
+                         "of one member"},
             ]},
             {"block": "counts"},
             {**BAR_CHART, "alt": "RAID 5 and 10", "ymax": 4.8,
