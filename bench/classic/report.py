@@ -89,11 +89,10 @@ def figures(r):
     more) and the share of their I/Os that paid the access time."""
     n = {k: fnum(v) for k, v in r.items()}
     b, rt, ios = n["m_busy_s"], n.get("runtime_s"), (n["m_reads"] or 0) + (n["m_writes"] or 0)
+    busy = 100 * b / ((rt + (n.get("ramp_s") or 0)) * int(r["members"])) if b and rt else None
+    seeks = 100 * (n["m_seeks"] or 0) / ios if ios else None
     return dict(r, **{k: n[k] for k in ("iops", "mbps", "srv_cpu", "host_cpu")},
-                bps=n["iops"] * to_bytes(r["bs"]),
-                busy=100 * b / ((rt + (n.get("ramp_s") or 0)) * int(r["members"]))
-                if b and rt else None,
-                seeks=100 * (n["m_seeks"] or 0) / ios if ios else None)
+                bps=n["iops"] * to_bytes(r["bs"]), busy=busy, seeks=seeks)
 
 
 FACTS = Facts(D["FACT_DEFAULTS"], **{k.replace(" ", "_"): v for k, v in (
@@ -232,7 +231,7 @@ def dat_text(spec, dim, rows, titles, rs):
     for v, row in zip(rows, rs):
         kib = to_bytes(v) // 1024 if dim in ("bs", "chunk") else None
         key = spec["row"].format(v=v, label=label(dim, v), kib=kib)
-        out.append(" ".join([key] + sum(map(vals, row), [])))
+        out.append(" ".join([key] + [x for r in row for x in vals(r)]))
     return "\n".join(out) + "\n"
 
 
