@@ -26,6 +26,8 @@
 #   --out DIR          results folder (default: a new /tmp/nbdraid-bench.XXXXXX)
 #   --nbdkit-args STR  extra nbdkit options for BOTH servers; env NBDKIT_ARGS
 #   --plugin PATH      the plugin (build/plugin/nbdkit-raid-plugin.so); env PLUGIN
+#   --b-plugin PATH    side B's plugin (default: --plugin): one build against
+#                      another, e.g. --a 5x4 --b 5x4 --b-plugin old.so
 #   --patterns LIST    fio sections of bench/fio/nbd.fio
 #                      ("sw1m_qd8 sr1m_qd8 rw4k_qd8 rr4k_qd8")
 #   --noise PCT        a run is noisy when other processes used more than PCT %
@@ -55,6 +57,7 @@ CHUNK=${CHUNK:-512K}
 RAID_ARGS=${RAID_ARGS:-}
 NBDKIT_ARGS=${NBDKIT_ARGS:-}
 PLUGIN=${PLUGIN:-$HERE/../build/plugin/nbdkit-raid-plugin.so}
+PLUGIN_B=
 PATTERNS="sw1m_qd8 sr1m_qd8 rw4k_qd8 rr4k_qd8"
 SPEC_A=5x4 SPEC_B=0x3 A_ARGS='' B_ARGS='' PROFILE=''
 PROG=raid-vs-raid
@@ -78,6 +81,7 @@ while [ $# -gt 0 ]; do
 	--out) OUT=${2:?}; shift ;;
 	--nbdkit-args) NBDKIT_ARGS=${2?}; shift ;;
 	--plugin) PLUGIN=${2:?}; shift ;;
+	--b-plugin) PLUGIN_B=${2:?}; shift ;;
 	--patterns) PATTERNS=${2:?}; shift ;;
 	--noise) NOISE=${2:?}; shift ;;
 	--retries) RETRIES=${2:?}; shift ;;
@@ -123,6 +127,9 @@ parse_spec "$SPEC_B"; LEVEL_B=$LEVEL NMEM_B=$NMEM CAP_B=$CAP
 
 [ -f "$PLUGIN" ] || die "plugin not found: $PLUGIN (build it, or pass --plugin)"
 PLUGIN=$(cd "$(dirname "$PLUGIN")" && pwd)/$(basename "$PLUGIN")
+PLUGIN_B=${PLUGIN_B:-$PLUGIN}
+[ -f "$PLUGIN_B" ] || die "plugin not found: $PLUGIN_B (--b-plugin)"
+PLUGIN_B=$(cd "$(dirname "$PLUGIN_B")" && pwd)/$(basename "$PLUGIN_B")
 need_tools nbdkit fio nbdinfo jq awk timeout
 [ -z "$PROFILE" ] || need_tools perf
 read -ra RAID_ARGV <<<"$RAID_ARGS"
@@ -133,11 +140,20 @@ read -ra NBDKIT_ARGV <<<"$NBDKIT_ARGS"
 EXTRA_LIFE=$(($(wc -w <<<"$PROFILE") * 2 * (RT + 400)))
 bench_init
 
-# Both servers load one private copy of the plugin, so a rebuild during the
+# The servers load private copies of the plugin, so a rebuild during the
 # run (other sessions build in the same tree) cannot change either side.
-cp "$PLUGIN" "$RUN/nbdkit-raid-plugin.so" || die "cannot copy $PLUGIN"
+# plugin_copy SRC DST: copy, and the facts line naming it.
+plugin_copy() {
+	cp "$1" "$2" || die "cannot copy $1"
+	echo "$1 ($(stat -c %y "$1" | cut -d. -f1), sha256 $(sha256sum "$2" | cut -c1-12)), loaded from a private copy"
+}
 PLUGIN_COPY=$RUN/nbdkit-raid-plugin.so
-PLUGIN_FACTS="$PLUGIN ($(stat -c %y "$PLUGIN" | cut -d. -f1), sha256 $(sha256sum "$PLUGIN_COPY" | cut -c1-12)), loaded from a private copy"
+PLUGIN_FACTS=$(plugin_copy "$PLUGIN" "$PLUGIN_COPY")
+PLUGIN_COPY_B=$PLUGIN_COPY
+if [ "$PLUGIN_B" != "$PLUGIN" ]; then
+	PLUGIN_COPY_B=$RUN/nbdkit-raid-plugin-b.so
+	PLUGIN_FACTS="A: $PLUGIN_FACTS; B: $(plugin_copy "$PLUGIN_B" "$PLUGIN_COPY_B")"
+fi
 
 # --- set up the two exports -------------------------------------------------
 
@@ -151,15 +167,20 @@ create_backing
 
 # raid_server NAME LEVEL FILES... : start the plugin over FILES.
 raid_server() {
-	local name=$1 level=$2 chunk=(chunk="$CHUNK") extra
+	local name=$1 level=$2 chunk=(chunk="$CHUNK") extra plugin=$PLUGIN_COPY
 	shift 2
 	[ "$level" = 1 ] && chunk=()
-	if [ "$name" = "$A" ]; then extra=("${A_ARGV[@]}"); else extra=("${B_ARGV[@]}"); fi
-	start_server "$name" "$PLUGIN_COPY" level="$level" "${chunk[@]}" "${@/#/member=}" \
+	if [ "$name" = "$A" ]; then
+		extra=("${A_ARGV[@]}")
+	else
+		extra=("${B_ARGV[@]}") plugin=$PLUGIN_COPY_B
+	fi
+	start_server "$name" "$plugin" level="$level" "${chunk[@]}" "${@/#/member=}" \
 		"${RAID_ARGV[@]}" "${extra[@]}"
 }
 
 check_plugin "$PLUGIN_COPY"
+[ "$PLUGIN_COPY_B" = "$PLUGIN_COPY" ] || check_plugin "$PLUGIN_COPY_B"
 raid_server "$A" "$LEVEL_A" "${A_FILES[@]}"
 URIS[$A]=$URI PIDS[$A]=$SRVPID
 raid_server "$B" "$LEVEL_B" "${B_FILES[@]}"
