@@ -37,6 +37,28 @@ layout_refused(const char *level, const char *layout, char *err, size_t errlen)
 	return 0;
 }
 
+uint32_t
+layout_md_none(const struct raid_geom *g)
+{
+	(void)g;
+	return 0;
+}
+
+int
+layout_md_name_none(uint32_t md_layout, char *name, size_t len, char *err,
+		    size_t errlen)
+{
+	if (md_layout != 0) {
+		snprintf(err, errlen, "md layout %u where the level has none",
+			 md_layout);
+		return -EINVAL;
+	}
+	if (len) {
+		name[0] = '\0';
+	}
+	return 0;
+}
+
 void
 layout_no_name(const struct raid_geom *g, char *buf, size_t len)
 {

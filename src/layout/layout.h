@@ -112,6 +112,15 @@ struct raid_layout {
 			struct raid_loc *locs);
 	/* Name of the layout in g, as md writes it ("n2"), or "". */
 	void (*layout_name)(const struct raid_geom *g, char *buf, size_t len);
+	/*
+	 * md's number for the layout in g: its superblock's `layout` field
+	 * (0 where the level has no choice).  And back: the layout= name for
+	 * md's number, or -EINVAL with the reason in err when nbdraid does
+	 * not place data that way.
+	 */
+	uint32_t (*md_layout)(const struct raid_geom *g);
+	int (*md_layout_name)(uint32_t md_layout, char *name, size_t len,
+			      char *err, size_t errlen);
 
 	/*
 	 * Data path: append the piece's member I/O to the batch, which the
@@ -142,6 +151,10 @@ const struct raid_layout *layout_find(int level);
 void layout_no_name(const struct raid_geom *g, char *buf, size_t len);
 int layout_refused(const char *level, const char *layout, char *err,
 		   size_t errlen);
+/* md_layout and md_layout_name for levels whose md layout is 0: RAID 1. */
+uint32_t layout_md_none(const struct raid_geom *g);
+int layout_md_name_none(uint32_t md_layout, char *name, size_t len, char *err,
+			size_t errlen);
 
 /*
  * The data path of the levels without parity (0, 1, 10; RAID 5 reads too),

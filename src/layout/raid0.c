@@ -30,6 +30,26 @@ raid0_setup(struct raid_geom *g, const char *layout, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * md's RAID 0 layout (ORIG, ALT_MULTIZONE) only tells how a second zone
+ * is placed; nbdraid uses members in one zone (the smallest's size), where
+ * every one of them places data alike.  nbdraid writes 0.
+ */
+static int
+raid0_md_layout_name(uint32_t md_layout, char *name, size_t len, char *err,
+		     size_t errlen)
+{
+	if (md_layout > 2) {
+		snprintf(err, errlen, "md raid0 layout %u is unknown",
+			 md_layout);
+		return -EINVAL;
+	}
+	if (len) {
+		name[0] = '\0';
+	}
+	return 0;
+}
+
 static unsigned
 raid0_map(const struct raid_geom *g, uint64_t chunk_no, struct raid_loc *locs)
 {
@@ -46,6 +66,8 @@ const struct raid_layout raid0_layout = {
 	.setup       = raid0_setup,
 	.map         = raid0_map,
 	.layout_name = layout_no_name,
+	.md_layout   = layout_md_none,
+	.md_layout_name = raid0_md_layout_name,
 	.read        = copies_read,
 	.write       = copies_write,
 };

@@ -50,6 +50,8 @@ const struct raid_layout raid1_layout = {
 	.setup       = raid1_setup,
 	.map         = raid1_map,
 	.layout_name = layout_no_name,
+	.md_layout   = layout_md_none,
+	.md_layout_name = layout_md_name_none,
 	.read        = copies_read,
 	.write       = copies_write,
 };

@@ -133,6 +133,51 @@ raid10_layout_name(const struct raid_geom *g, char *buf, size_t len)
 }
 
 /* clang-format off */
+/*
+ * md's RAID 10 layout number (raid10.c setup_geo): near copies in bits
+ * 0-7, far copies in bits 8-15, bit 16 the offset layout, bits 17-18 the
+ * far-set mode (nbdraid places far copies across all members: mode 0).
+ */
+#define MD_R10_NEAR(l)	 ((l) & 0xff)
+#define MD_R10_FAR(l)	 (((l) >> 8) & 0xff)
+#define MD_R10_OFFSET	 0x10000u
+#define MD_R10_FAR_SET(l) ((l) >> 17)
+
+static uint32_t
+raid10_md_layout(const struct raid_geom *g)
+{
+	return g->near_copies | g->far_copies << 8 |
+	       (g->far_offset ? MD_R10_OFFSET : 0);
+}
+
+static int
+raid10_md_layout_name(uint32_t l, char *name, size_t len, char *err,
+		      size_t errlen)
+{
+	unsigned near = MD_R10_NEAR(l), far = MD_R10_FAR(l);
+	bool offset = l & MD_R10_OFFSET;
+
+	if (MD_R10_FAR_SET(l)) {
+		snprintf(err, errlen,
+			 "md raid10 layout %#x: far copies in sets of members (mode %u) are not placed by nbdraid",
+			 l, MD_R10_FAR_SET(l));
+		return -EINVAL;
+	}
+	if (near < 1 || far < 1 || near * far < 2 || (near > 1 && far > 1) ||
+	    (offset && far < 2)) {
+		snprintf(err, errlen,
+			 "md raid10 layout %#x (near %u, far %u%s) is not one of nN, fN, oN",
+			 l, near, far, offset ? ", offset" : "");
+		return -EINVAL;
+	}
+	if (far == 1) {
+		snprintf(name, len, "n%u", near);
+	} else {
+		snprintf(name, len, "%c%u", offset ? 'o' : 'f', far);
+	}
+	return 0;
+}
+
 const struct raid_layout raid10_layout = {
 	.name        = "raid10",
 	.level       = 10,
@@ -140,6 +185,8 @@ const struct raid_layout raid10_layout = {
 	.setup       = raid10_setup,
 	.map         = raid10_map,
 	.layout_name = raid10_layout_name,
+	.md_layout   = raid10_md_layout,
+	.md_layout_name = raid10_md_layout_name,
 	.read        = copies_read,
 	.write       = copies_write,
 };

@@ -41,6 +41,8 @@ enum raid5_algorithm {
 	RAID5_RIGHT_ASYMMETRIC = 1,
 	RAID5_LEFT_SYMMETRIC = 2,
 	RAID5_RIGHT_SYMMETRIC = 3,
+	RAID5_PARITY_0 = 4, /* md only: parity on the first member */
+	RAID5_PARITY_N = 5, /* md only: parity on the last member */
 };
 
 static const struct {
@@ -463,6 +465,32 @@ raid5_write(struct raid_array *a, struct batch *b, const struct raid_piece *p)
 }
 
 /* clang-format off */
+static uint32_t
+raid5_md_layout(const struct raid_geom *g)
+{
+	return g->parity_algo; /* md's own numbers */
+}
+
+static int
+raid5_md_layout_name(uint32_t md_layout, char *name, size_t len, char *err,
+		     size_t errlen)
+{
+	for (unsigned i = 0; i < NR_ALGORITHMS; i++) {
+		if (algorithms[i].algo == md_layout) {
+			snprintf(name, len, "%s", algorithms[i].name);
+			return 0;
+		}
+	}
+	if (md_layout == RAID5_PARITY_0 || md_layout == RAID5_PARITY_N) {
+		snprintf(err, errlen, "md raid5 layout %s is not one nbdraid places",
+			 md_layout == RAID5_PARITY_0 ? "parity-first"
+						     : "parity-last");
+	} else {
+		snprintf(err, errlen, "md raid5 layout %u is unknown", md_layout);
+	}
+	return -EINVAL;
+}
+
 const struct raid_layout raid5_layout = {
 	.name          = "raid5",
 	.level         = 5,
@@ -471,6 +499,8 @@ const struct raid_layout raid5_layout = {
 	.setup         = raid5_setup,
 	.map           = raid5_map,
 	.layout_name   = raid5_layout_name,
+	.md_layout     = raid5_md_layout,
+	.md_layout_name = raid5_md_layout_name,
 	.read          = copies_read,
 	.write         = raid5_write,
 };

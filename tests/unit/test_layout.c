@@ -895,6 +895,71 @@ test_layout_map_large_members_in_bounds(void **state)
 	}
 }
 
+/*
+ * md's layout numbers (the superblock's `layout` field), both ways: mdadm's
+ * encodings of nN (0x100 + N), fN ((N << 8) + 1) and oN (0x10000 +
+ * (N << 8) + 1), 0 for RAID 0 and 1; every name back from its number; and
+ * the numbers nbdraid does not place refused with a reason.
+ */
+static void
+test_layout_md_numbers(void **state)
+{
+	static const struct {
+		const struct raid_layout *l;
+		const char *name;
+		uint32_t md;
+	} known[] = {
+		{ &raid0_layout, "", 0 },
+		{ &raid1_layout, "", 0 },
+		{ &raid10_layout, "n2", 0x102 },
+		{ &raid10_layout, "n3", 0x103 },
+		{ &raid10_layout, "f2", 0x201 },
+		{ &raid10_layout, "f3", 0x301 },
+		{ &raid10_layout, "o2", 0x10201 },
+		{ &raid10_layout, "o3", 0x10301 },
+	};
+	static const uint32_t refused[] = {
+		0x202,	 /* near 2 and far 2 */
+		0x101,	 /* one copy */
+		0x10102, /* offset without far copies */
+		0x20201, /* far sets of disks / far copies (mode 1) */
+		0x40201, /* mode 2 */
+		0x0,	 /* no copies */
+	};
+	char name[32], err[160];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+		struct raid_geom g = { .nr_members = 4,
+				       .chunk_shift = 12,
+				       .member_chunks = 8 };
+
+		assert_int_equal(
+			known[i].l->setup(&g, known[i].name, err, sizeof(err)),
+			0);
+		assert_int_equal(known[i].l->md_layout(&g), known[i].md);
+		assert_int_equal(known[i].l->md_layout_name(known[i].md, name,
+							    sizeof(name), err,
+							    sizeof(err)),
+				 0);
+		assert_string_equal(name, known[i].name);
+	}
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		err[0] = '\0';
+		assert_int_equal(raid10_layout.md_layout_name(refused[i], name,
+							      sizeof(name), err,
+							      sizeof(err)),
+				 -EINVAL);
+		assert_true(strlen(err) > 0);
+	}
+	assert_int_equal(raid1_layout.md_layout_name(2, name, sizeof(name), err,
+						     sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(raid0_layout.md_layout_name(3, name, sizeof(name), err,
+						     sizeof(err)),
+			 -EINVAL);
+}
+
 int
 main(void)
 {
@@ -913,6 +978,7 @@ main(void)
 				       t_setup),
 		cmocka_unit_test_setup(test_layout_map_large_members_in_bounds,
 				       t_setup),
+		cmocka_unit_test_setup(test_layout_md_numbers, t_setup),
 	};
 
 	t_init();

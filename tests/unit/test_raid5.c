@@ -700,10 +700,43 @@ test_raid5_check_counts_bad_stripes(void **state)
 	assert_int_equal(res.first[1], 6);
 }
 
+/* md's numbers for the parity layouts, both ways; md's other two refused. */
+static void
+test_raid5_md_layout_numbers(void **state)
+{
+	struct raid_geom g;
+	char name[32], err[160];
+
+	(void)state;
+	for (unsigned a = 0; a < 4; a++) {
+		setup_geom(&g, 4, 4, names[a]);
+		assert_int_equal(raid5_layout.md_layout(&g), a);
+		assert_int_equal(raid5_layout.md_layout_name(a, name,
+							     sizeof(name), err,
+							     sizeof(err)),
+				 0);
+		assert_string_equal(name, names[a]);
+	}
+	assert_int_equal(raid5_layout.md_layout_name(4, name, sizeof(name), err,
+						     sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "parity-first"));
+	assert_int_equal(raid5_layout.md_layout_name(5, name, sizeof(name), err,
+						     sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "parity-last"));
+	assert_int_equal(raid5_layout.md_layout_name(16, name, sizeof(name),
+						     err, sizeof(err)),
+			 -EINVAL);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_raid5_md_layout_numbers,
+						fixture_setup,
+						fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_raid5_matches_md_pictures,
 						fixture_setup,
 						fixture_teardown),
