@@ -517,10 +517,10 @@ static int
 member_area(struct raid_array *a, uint64_t member_size)
 {
 	uint64_t avail = UINT64_MAX, unit, chunk = a->chunk_bytes;
-	uint64_t data_offset = a->g.data_offset;
 
 	for (unsigned i = 0; i < a->nr_members; i++) {
 		const struct raid_member *m = &a->members[i];
+		uint64_t data_offset = a->g.data_offset[i];
 		uint64_t need = data_offset + MAX(member_size, chunk);
 		char what[96];
 		int n = 0;
@@ -564,7 +564,7 @@ member_area(struct raid_array *a, uint64_t member_size)
 	}
 	a->g.member_chunks = DIV_ROUND_UP(a->member_bytes, chunk);
 	for (unsigned i = 0; i < a->nr_members; i++) {
-		uint64_t used = data_offset + a->member_bytes;
+		uint64_t used = a->g.data_offset[i] + a->member_bytes;
 
 		if (a->members[i].size > used) {
 			raid_debug(
@@ -585,8 +585,6 @@ member_area(struct raid_array *a, uint64_t member_size)
 static int
 array_alignment(struct raid_array *a)
 {
-	uint64_t data_offset = a->g.data_offset;
-
 	a->mem_align = a->io_align = a->discard_align = 1;
 	for (unsigned i = 0; i < a->nr_members; i++) {
 		const struct raid_member *m = &a->members[i];
@@ -612,11 +610,17 @@ array_alignment(struct raid_array *a)
 			IO_ZEROS_BYTES);
 		return -EINVAL;
 	}
-	if (!IS_ALIGNED(data_offset, a->discard_align)) {
-		raid_error(
-			"data-offset %llu is not a multiple of the members' block size %u",
-			(unsigned long long)data_offset, a->discard_align);
-		return -EINVAL;
+	for (unsigned i = 0; i < a->nr_members; i++) {
+		uint64_t data_offset = a->g.data_offset[i];
+
+		if (!IS_ALIGNED(data_offset, a->discard_align)) {
+			raid_error(
+				"member %u (%s): data offset %llu is not a multiple of the members' block size %u",
+				i, a->members[i].path,
+				(unsigned long long)data_offset,
+				a->discard_align);
+			return -EINVAL;
+		}
 	}
 	return 0;
 }
@@ -631,7 +635,8 @@ array_free(struct raid_array *a)
 
 /* Geometry from the config and the members; 0 or -EINVAL (logged). */
 static int
-array_geometry(struct raid_array *a, const struct raid_config *cfg)
+array_geometry(struct raid_array *a, const struct raid_config *cfg,
+	       const uint64_t *data_offsets)
 {
 	char err[256];
 	int r;
@@ -639,7 +644,10 @@ array_geometry(struct raid_array *a, const struct raid_config *cfg)
 	a->chunk_bytes = cfg->chunk_bytes;
 	a->g.nr_members = a->nr_members;
 	a->g.chunk_shift = log2_u64(cfg->chunk_bytes);
-	a->g.data_offset = cfg->data_offset;
+	for (unsigned i = 0; i < a->nr_members; i++) {
+		a->g.data_offset[i] =
+			data_offsets ? data_offsets[i] : cfg->data_offset;
+	}
 	r = a->layout ? 0 : -EINVAL;
 	if (r == 0) {
 		r = member_overlap_check(a->members, a->nr_members);
@@ -659,7 +667,7 @@ array_geometry(struct raid_array *a, const struct raid_config *cfg)
 
 int
 array_create(const struct raid_config *cfg, struct raid_member *members,
-	     unsigned nr, struct raid_array **out)
+	     unsigned nr, const uint64_t *data_offsets, struct raid_array **out)
 {
 	struct raid_array *a = calloc(1, sizeof(*a));
 	int r;
@@ -675,7 +683,7 @@ array_create(const struct raid_config *cfg, struct raid_member *members,
 	for (unsigned i = 0; i < nr; i++) {
 		atomic_init(&members[i].next_read, UINT64_MAX);
 	}
-	r = array_geometry(a, cfg);
+	r = array_geometry(a, cfg, data_offsets);
 	if (r < 0) {
 		array_free(a);
 		return r;
@@ -712,7 +720,7 @@ raid_open(const struct raid_config *cfg, struct raid_array **out)
 			goto err;
 		}
 	}
-	r = array_create(cfg, m, cfg->nr_members, out);
+	r = array_create(cfg, m, cfg->nr_members, NULL, out);
 	if (r == 0) {
 		(*out)->owns_members = true;
 		return 0;
@@ -757,7 +765,7 @@ raid_get_info(const struct raid_array *a, struct raid_info *info)
 	info->preferred_block = MAX(info->preferred_block, NBD_MIN_PREFERRED);
 	info->max_block = NBD_MAX_BLOCK;
 	info->read_only = a->read_only;
-	info->data_offset = a->g.data_offset;
+	info->data_offset = a->g.data_offset[0];
 	info->member_bytes = a->member_bytes;
 	a->layout->layout_name(&a->g, info->layout, sizeof(info->layout));
 }

@@ -48,8 +48,13 @@ struct raid_array {
 	struct stripe_locks stripe_locks;
 };
 
-/* Assemble an array over members already open (tests use memory members). */
+/*
+ * Assemble an array over members already open, in role order (tests use
+ * memory members).  data_offsets: each member's data offset in bytes, or
+ * NULL for cfg->data_offset on every member.
+ */
 int array_create(const struct raid_config *cfg, struct raid_member *members,
-		 unsigned nr, struct raid_array **out);
+		 unsigned nr, const uint64_t *data_offsets,
+		 struct raid_array **out);
 
 #endif

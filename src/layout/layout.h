@@ -40,7 +40,9 @@ struct raid_geom {
 	unsigned nr_members;
 	unsigned chunk_shift;	/* chunk = 1 << chunk_shift bytes */
 	uint64_t member_chunks; /* chunks of each member's data area */
-	uint64_t data_offset;	/* bytes: where the data area starts */
+	/* Bytes: where each member's data area starts (md allows them to
+	 * differ, as after a reshape or on members of different sizes). */
+	uint64_t data_offset[RAID_MAX_MEMBERS];
 
 	/* RAID10 (md's struct geom): copies = near_copies * far_copies */
 	unsigned near_copies;
@@ -68,7 +70,8 @@ static inline uint64_t
 geom_member_offset(const struct raid_geom *g, const struct raid_loc *l,
 		   uint64_t in_chunk)
 {
-	return g->data_offset + (l->member_chunk << g->chunk_shift) + in_chunk;
+	return g->data_offset[l->member] + (l->member_chunk << g->chunk_shift) +
+	       in_chunk;
 }
 
 /* A request cut to one logical chunk (stripe_pieces: to one stripe). */

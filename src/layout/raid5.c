@@ -187,11 +187,12 @@ parity_member(struct raid_array *a, uint64_t stripe)
 	return &a->members[raid5_parity_member(&a->g, stripe)];
 }
 
-/* Member byte offset of `in` bytes into any chunk of a stripe. */
+/* Member byte offset of `in` bytes into m's chunk of a stripe. */
 static uint64_t
-stripe_offset(const struct raid_array *a, uint64_t stripe, uint32_t in)
+stripe_offset(const struct raid_array *a, const struct raid_member *m,
+	      uint64_t stripe, uint32_t in)
 {
-	struct raid_loc row = { 0, stripe };
+	struct raid_loc row = { m->role, stripe };
 
 	return geom_member_offset(&a->g, &row, in);
 }
@@ -222,8 +223,10 @@ slice_reads(struct raid_array *a, struct batch *b, const struct slice *sl,
 	int r = 0;
 
 	if (rmw) {
-		r = batch_read(b, parity_member(a, sl->stripe), pbuf, len,
-			       stripe_offset(a, sl->stripe, sl->a));
+		struct raid_member *p = parity_member(a, sl->stripe);
+
+		r = batch_read(b, p, pbuf, len,
+			       stripe_offset(a, p, sl->stripe, sl->a));
 	}
 	for (unsigned j = 0; j < nd && r == 0; j++) {
 		struct raid_member *m = data_member(a, sl->stripe, j);
@@ -233,10 +236,10 @@ slice_reads(struct raid_array *a, struct batch *b, const struct slice *sl,
 		if (rmw && touched) {
 			r = batch_read(b, m, bufs[j] + (sl->ws[j] - sl->a),
 				       sl->we[j] - sl->ws[j],
-				       stripe_offset(a, sl->stripe, sl->ws[j]));
+				       stripe_offset(a, m, sl->stripe, sl->ws[j]));
 		} else if (!rmw && !full) {
 			r = batch_read(b, m, bufs[j], len,
-				       stripe_offset(a, sl->stripe, sl->a));
+				       stripe_offset(a, m, sl->stripe, sl->a));
 		}
 	}
 	return r;
@@ -290,17 +293,20 @@ slice_writes(struct raid_array *a, struct batch *b, const struct slice *sl,
 	int r = 0;
 
 	for (unsigned j = 0; j < nd && r == 0; j++) {
+		struct raid_member *m = data_member(a, sl->stripe, j);
+
 		if (sl->we[j] > sl->ws[j]) {
-			r = batch_write(b, data_member(a, sl->stripe, j),
-					sl->src[j], sl->we[j] - sl->ws[j],
-					stripe_offset(a, sl->stripe, sl->ws[j]),
+			r = batch_write(b, m, sl->src[j], sl->we[j] - sl->ws[j],
+					stripe_offset(a, m, sl->stripe,
+						      sl->ws[j]),
 					fua);
 		}
 	}
 	if (r == 0) {
-		r = batch_write(b, parity_member(a, sl->stripe), pbuf,
-				sl->b - sl->a,
-				stripe_offset(a, sl->stripe, sl->a), fua);
+		struct raid_member *m = parity_member(a, sl->stripe);
+
+		r = batch_write(b, m, pbuf, sl->b - sl->a,
+				stripe_offset(a, m, sl->stripe, sl->a), fua);
 	}
 	return r;
 }
@@ -414,7 +420,7 @@ raid5_discard_stripe(struct raid_array *a, struct batch *b,
 	stripe_lock(&a->stripe_locks, stripe);
 	for (unsigned m = 0; m < a->nr_members && r == 0; m++) {
 		r = batch_discard(b, &a->members[m], p->op, a->chunk_bytes,
-				  stripe_offset(a, stripe, 0));
+				  stripe_offset(a, &a->members[m], stripe, 0));
 	}
 	if (r == 0) {
 		r = batch_run_discard(b);

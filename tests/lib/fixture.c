@@ -53,8 +53,10 @@ fixture_members(struct fixture *f, const struct fixture_spec *spec)
 	f->n = spec->n;
 	/* What lies before data-offset (md's superblock) must never change. */
 	for (unsigned i = 0; i < f->n; i++) {
+		f->data_offsets[i] = spec->data_offsets ? spec->data_offsets[i]
+							: spec->data_offset;
 		memset(mem_of(&f->m[i])->data, FIXTURE_BEFORE_DATA,
-		       spec->data_offset);
+		       f->data_offsets[i]);
 	}
 }
 
@@ -63,7 +65,7 @@ fixture_assemble(struct fixture *f)
 {
 	raid_close(f->a);
 	f->a = NULL;
-	return array_create(&f->cfg, f->m, f->n, &f->a);
+	return array_create(&f->cfg, f->m, f->n, f->data_offsets, &f->a);
 }
 
 int
@@ -125,10 +127,9 @@ fixture_check_members(struct fixture *f, const uint8_t *model)
 void
 fixture_check_before_data(struct fixture *f)
 {
-	uint64_t data_offset = f->cfg.data_offset;
-
 	for (unsigned i = 0; i < f->n; i++) {
 		const uint8_t *d = mem_of(&f->m[i])->data;
+		uint64_t data_offset = f->data_offsets[i];
 
 		for (uint64_t j = 0; j < data_offset; j++) {
 			if (d[j] != FIXTURE_BEFORE_DATA) {
@@ -145,14 +146,15 @@ fixture_check_before_data(struct fixture *f)
 void
 fixture_check_parity(struct fixture *f)
 {
-	uint64_t start = f->a->g.data_offset;
-	uint64_t end = start + (f->a->g.member_chunks << f->a->g.chunk_shift);
+	uint64_t rows = f->a->g.member_chunks << f->a->g.chunk_shift;
 
-	for (uint64_t off = start; off < end; off++) {
+	for (uint64_t off = 0; off < rows; off++) {
 		uint8_t x = 0;
 
+		/* Each member's data area starts at its own data offset. */
 		for (unsigned m = 0; m < f->n; m++) {
-			x ^= mem_of(&f->m[m])->data[off];
+			x ^= mem_of(&f->m[m])
+				     ->data[f->a->g.data_offset[m] + off];
 		}
 		if (x) {
 			print_error("parity wrong at member offset %llu\n",

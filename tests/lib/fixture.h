@@ -25,18 +25,20 @@
 #define FIXTURE_BEFORE_DATA 0xa5  /* every member byte before data-offset */
 
 struct fixture_spec {
-	int level;		   /* 0, 1, 5 or 10 */
-	const char *layout;	   /* layout=; NULL: the level's default */
-	unsigned n;		   /* members */
-	uint64_t mem_size;	   /* bytes of every memory member, */
-	const uint64_t *mem_sizes; /* or of each (n of them) when set */
-	uint64_t chunk;		   /* 0: FIXTURE_CHUNK */
-	uint64_t data_offset;	   /* data-offset= */
-	uint64_t member_size;	   /* member-size=; 0: what the members hold */
+	int level;		      /* 0, 1, 5 or 10 */
+	const char *layout;	      /* layout=; NULL: the level's default */
+	unsigned n;		      /* members */
+	uint64_t mem_size;	      /* bytes of every memory member, */
+	const uint64_t *mem_sizes;    /* or of each (n of them) when set */
+	uint64_t chunk;		      /* 0: FIXTURE_CHUNK */
+	uint64_t data_offset;	      /* data-offset= */
+	const uint64_t *data_offsets; /* or each member's (as md allows) */
+	uint64_t member_size; /* member-size=; 0: what the members hold */
 };
 
 struct fixture {
 	struct raid_config cfg;
+	uint64_t data_offsets[RAID_MAX_MEMBERS]; /* each member's */
 	struct raid_member *m; /* n memory members; NULL when none */
 	unsigned n;
 	struct raid_array *a; /* NULL when none is open (or it was refused) */

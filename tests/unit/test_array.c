@@ -107,6 +107,61 @@ test_array_data_offset_every_level(void **state)
 	}
 }
 
+/*
+ * Members whose data starts at different offsets (md allows it: members of
+ * different sizes, a reshape): every level places each member's bytes from
+ * its own offset, and nothing before it changes.
+ */
+static void
+test_array_data_offsets_per_member(void **state)
+{
+	static const uint64_t offsets[] = { 0, 1u << 20, 512, 3 * CHUNK, 8192 };
+	static const struct {
+		int level;
+		const char *layout;
+		unsigned n;
+	} geo[] = { { 0, NULL, 3 },
+		    { 1, NULL, 2 },
+		    { 10, "n2", 4 },
+		    { 10, "f2", 3 },
+		    { 5, "left-symmetric", 5 },
+		    { 5, "right-asymmetric", 3 } };
+	struct fixture *f = *state;
+
+	for (unsigned g = 0; g < sizeof(geo) / sizeof(geo[0]); g++) {
+		struct fixture_spec s = { .level = geo[g].level,
+					  .layout = geo[g].layout,
+					  .n = geo[g].n,
+					  .mem_size = (1u << 20) + 9 * CHUNK,
+					  .data_offsets = offsets };
+		uint8_t *model, *buf;
+		uint64_t size;
+
+		assert_int_equal(fixture_open(f, &s), 0);
+		size = f->a->size;
+		model = calloc(1, size);
+		buf = malloc(size);
+		for (unsigned i = 0; i < 200; i++) {
+			uint64_t off = t_rand(size);
+			uint64_t len = 1 + t_rand(MIN(size - off, 5 * CHUNK));
+
+			if (t_rand(3)) {
+				model_write(f->a, model, buf, len, off, 0);
+			} else {
+				model_zero(f->a, model, len, off, 0);
+			}
+		}
+		model_read(f->a, model, buf, size, 0);
+		fixture_check_members(f, model);
+		fixture_check_before_data(f);
+		if (geo[g].level == 5) {
+			fixture_check_parity(f);
+		}
+		free(model);
+		free(buf);
+	}
+}
+
 /* Every level and layout round-trips random unaligned I/O, md placement. */
 static void
 test_array_random_ops_every_level(void **state)
@@ -850,6 +905,9 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(
 			test_array_random_ops_every_level, fixture_setup,
+			fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_array_data_offsets_per_member, fixture_setup,
 			fixture_teardown),
 		cmocka_unit_test_setup_teardown(
 			test_array_data_offset_every_level, fixture_setup,
