@@ -234,9 +234,10 @@ slice_reads(struct raid_array *a, struct batch *b, const struct slice *sl,
 		bool full = sl->ws[j] == sl->a && sl->we[j] == sl->b;
 
 		if (rmw && touched) {
-			r = batch_read(b, m, bufs[j] + (sl->ws[j] - sl->a),
-				       sl->we[j] - sl->ws[j],
-				       stripe_offset(a, m, sl->stripe, sl->ws[j]));
+			r = batch_read(
+				b, m, bufs[j] + (sl->ws[j] - sl->a),
+				sl->we[j] - sl->ws[j],
+				stripe_offset(a, m, sl->stripe, sl->ws[j]));
 		} else if (!rmw && !full) {
 			r = batch_read(b, m, bufs[j], len,
 				       stripe_offset(a, m, sl->stripe, sl->a));
@@ -296,10 +297,10 @@ slice_writes(struct raid_array *a, struct batch *b, const struct slice *sl,
 		struct raid_member *m = data_member(a, sl->stripe, j);
 
 		if (sl->we[j] > sl->ws[j]) {
-			r = batch_write(b, m, sl->src[j], sl->we[j] - sl->ws[j],
-					stripe_offset(a, m, sl->stripe,
-						      sl->ws[j]),
-					fua);
+			r = batch_write(
+				b, m, sl->src[j], sl->we[j] - sl->ws[j],
+				stripe_offset(a, m, sl->stripe, sl->ws[j]),
+				fua);
 		}
 	}
 	if (r == 0) {
