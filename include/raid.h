@@ -53,6 +53,13 @@ struct raid_info {
 };
 
 int raid_open(const struct raid_config *cfg, struct raid_array **out);
+/*
+ * Start the array's background thread (it marks the array clean in its
+ * superblocks after writes stop).  Call it where threads may start: in
+ * nbdkit, .after_fork.  Without it the array is marked clean at close.
+ */
+int raid_start(struct raid_array *a);
+/* Stop the thread, mark the array clean (flushed first), close members. */
 void raid_close(struct raid_array *a);
 void raid_get_info(const struct raid_array *a, struct raid_info *info);
 

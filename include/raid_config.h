@@ -24,6 +24,14 @@
 /* md and the kernel count offsets and sizes in 512-byte sectors. */
 #define RAID_SECTOR_BYTES 512u
 
+/* Where the array's geometry comes from (docs/metadata.md). */
+enum raid_metadata {
+	RAID_META_AUTO = 0, /* md superblocks if the members carry them, else
+			       the settings (raw) */
+	RAID_META_MD,	    /* md superblocks, required */
+	RAID_META_NONE,	    /* the settings only (like mdadm --build) */
+};
+
 /* How member I/O is issued (see docs/design.md, "io="). */
 enum raid_io_mode {
 	RAID_IO_AUTO = 0, /* io_uring, except where it only adds a hop */
@@ -40,12 +48,13 @@ struct raid_config {
 	uint64_t chunk_bytes; /* power of two */
 	bool direct;	      /* open members O_DIRECT */
 	enum raid_io_mode io;
-	uint64_t data_offset; /* metadata=none: where array data starts */
+	uint64_t data_offset; /* raw: where array data starts */
 	uint64_t member_size; /* bytes of each member from data_offset; 0 = all
 			       */
 	bool read_only;	      /* open members O_RDONLY (nbdraid check) */
-	char *metadata;	      /* "none" */
-	char **members;	      /* absolute paths, role order */
+	enum raid_metadata metadata;
+	bool force;	/* take stale members back (mdadm --force) */
+	char **members; /* absolute paths, role order */
 	unsigned nr_members;
 	struct raid_config_sources *sources; /* NULL until a key is set */
 };
@@ -64,8 +73,18 @@ int raid_config_set(struct raid_config *c, const char *key, const char *value);
 /* Read a config file of `key = value` lines (see docs/config-file.md). */
 int raid_config_load(struct raid_config *c, const char *path);
 
-/* Check that the settings describe an array (after all keys are set). */
+/*
+ * Check that the settings can describe an array (after all keys are set).
+ * Without superblocks level= is required; raid_open says so when it finds
+ * none.
+ */
 int raid_config_check(const struct raid_config *c);
+
+/* What raw mode needs: a level, enough members, a layout it knows. */
+int raid_config_check_raw(const struct raid_config *c);
+
+/* Was key set (from any source)?  A default is not "set". */
+bool raid_config_is_set(const struct raid_config *c, const char *key);
 
 /* Parse "64K", "1M", "4096" ...  the forms nbdkit_parse_size accepts. */
 int raid_parse_size(const char *str, uint64_t *out);

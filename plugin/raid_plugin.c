@@ -101,6 +101,13 @@ nbdraid_get_ready(void)
 	return 0;
 }
 
+/* Threads may start now: the one that marks the array clean. */
+static int
+nbdraid_after_fork(void)
+{
+	return raid_start(array) < 0 ? -1 : 0;
+}
+
 static void *
 nbdraid_open(int readonly)
 {
@@ -264,6 +271,7 @@ static struct nbdkit_plugin plugin = {
 	.config_help        = NULL, /* nbdraid_help_init */
 	.magic_config_key   = NULL,
 	.get_ready          = nbdraid_get_ready,
+	.after_fork         = nbdraid_after_fork,
 	.open               = nbdraid_open,
 	.get_size           = nbdraid_get_size,
 	.block_size         = nbdraid_block_size,

@@ -244,9 +244,9 @@ array_write_any(struct raid_array *a, const void *buf, uint64_t count,
 	return write_direct(a, buf, count, off, flags);
 }
 
-int
-raid_pwrite(struct raid_array *a, const void *buf, uint32_t count,
-	    uint64_t offset, uint32_t flags)
+static int
+array_pwrite(struct raid_array *a, const void *buf, uint32_t count,
+	     uint64_t offset, uint32_t flags)
 {
 	int r = check_range(a, count, offset);
 
@@ -341,8 +341,9 @@ trim_refused(const struct raid_array *a)
 	return false;
 }
 
-int
-raid_trim(struct raid_array *a, uint32_t count, uint64_t offset, uint32_t flags)
+static int
+array_trim(struct raid_array *a, uint32_t count, uint64_t offset,
+	   uint32_t flags)
 {
 	uint64_t lo = ROUND_UP(offset, a->discard_align);
 	uint64_t hi = ROUND_DOWN(offset + count, a->discard_align);
@@ -398,8 +399,9 @@ zero_edges(struct raid_array *a, uint64_t count, uint64_t off, uint32_t flags,
 	return r;
 }
 
-int
-raid_zero(struct raid_array *a, uint32_t count, uint64_t offset, uint32_t flags)
+static int
+array_zero(struct raid_array *a, uint32_t count, uint64_t offset,
+	   uint32_t flags)
 {
 	bool fast = flags & RAID_FAST_ZERO;
 	uint64_t lo, hi;
@@ -430,6 +432,47 @@ raid_zero(struct raid_array *a, uint32_t count, uint64_t offset, uint32_t flags)
 		r = array_discard(a, IO_ZERO, flags, hi - lo, lo);
 	}
 	return r == -EOPNOTSUPP ? -ENOTSUP : r;
+}
+
+/*
+ * The write-class requests, between state_write_start and _end: the first
+ * after the array was clean marks it active in its superblocks first.
+ */
+int
+raid_pwrite(struct raid_array *a, const void *buf, uint32_t count,
+	    uint64_t offset, uint32_t flags)
+{
+	int r = state_write_start(a);
+
+	if (r == 0) {
+		r = array_pwrite(a, buf, count, offset, flags);
+		state_write_end(a);
+	}
+	return r;
+}
+
+int
+raid_trim(struct raid_array *a, uint32_t count, uint64_t offset, uint32_t flags)
+{
+	int r = state_write_start(a);
+
+	if (r == 0) {
+		r = array_trim(a, count, offset, flags);
+		state_write_end(a);
+	}
+	return r;
+}
+
+int
+raid_zero(struct raid_array *a, uint32_t count, uint64_t offset, uint32_t flags)
+{
+	int r = state_write_start(a);
+
+	if (r == 0) {
+		r = array_zero(a, count, offset, flags);
+		state_write_end(a);
+	}
+	return r;
 }
 
 /* ---- extents ----------------------------------------------------------- */
@@ -697,22 +740,65 @@ array_create(const struct raid_config *cfg, struct raid_member *members,
 	return 0;
 }
 
+/*
+ * The members' superblocks, if they carry them: the array they make, its
+ * members in role order.  1: no superblocks, serve the settings (raw).
+ */
+static int
+open_md(const struct raid_config *cfg, struct raid_member *m, unsigned *nr,
+	struct raid_array **out)
+{
+	struct meta_geometry geo;
+	struct raid_config eff;
+	struct raid_meta *meta = NULL;
+	int r;
+
+	if (cfg->metadata == RAID_META_NONE) {
+		return 1;
+	}
+	r = meta_assemble(cfg, m, nr, &geo, &meta);
+	if (r == -ENOENT && cfg->metadata == RAID_META_AUTO) {
+		return 1;
+	}
+	if (r == -ENOENT) {
+		raid_error("metadata=md: no member carries an md superblock");
+		return -EINVAL;
+	}
+	if (r < 0) {
+		return r;
+	}
+	/* The settings the superblocks make; the rest as given. */
+	eff = *cfg;
+	eff.level = geo.level;
+	eff.layout = geo.layout;
+	eff.chunk_bytes = geo.chunk_bytes ? geo.chunk_bytes : cfg->chunk_bytes;
+	eff.member_size = geo.member_bytes;
+	eff.nr_members = *nr;
+	r = array_create(&eff, m, *nr, geo.data_offset, out);
+	if (r < 0) {
+		meta_free(meta);
+		return r;
+	}
+	(*out)->meta = meta;
+	return 0;
+}
+
 int
 raid_open(const struct raid_config *cfg, struct raid_array **out)
 {
+	unsigned i = 0, nr = cfg->nr_members;
 	struct raid_member *m;
-	unsigned i = 0;
 	int r;
 
 	r = raid_config_check(cfg);
 	if (r < 0) {
 		return r;
 	}
-	m = calloc(cfg->nr_members, sizeof(*m));
+	m = calloc(nr, sizeof(*m));
 	if (!m) {
 		return -ENOMEM;
 	}
-	for (; i < cfg->nr_members; i++) {
+	for (; i < nr; i++) {
 		r = member_open(&m[i], i, cfg->members[i], cfg->direct,
 				cfg->read_only, cfg->io);
 		if (r < 0) {
@@ -720,7 +806,14 @@ raid_open(const struct raid_config *cfg, struct raid_array **out)
 			goto err;
 		}
 	}
-	r = array_create(cfg, m, cfg->nr_members, NULL, out);
+	r = open_md(cfg, m, &nr, out);
+	if (r == 1) {
+		r = raid_config_check_raw(cfg);
+		if (r == 0) {
+			r = array_create(cfg, m, nr, NULL, out);
+		}
+	}
+	i = nr; /* assembly closed the members it left out */
 	if (r == 0) {
 		(*out)->owns_members = true;
 		return 0;
@@ -739,12 +832,15 @@ raid_close(struct raid_array *a)
 	if (!a) {
 		return;
 	}
+	state_stop(a);
+	state_close(a);
 	if (a->owns_members) {
 		for (unsigned i = 0; i < a->nr_members; i++) {
 			member_close(&a->members[i]);
 		}
 		free(a->members);
 	}
+	meta_free(a->meta);
 	array_free(a);
 }
 

@@ -20,9 +20,19 @@
 #include "io/io.h"
 #include "layout/layout.h"
 #include "member.h"
+#include "metadata.h"
 #include "raid.h"
 #include "range_lock.h"
 #include "stripe_lock.h"
+
+/* The thread that marks the array clean (array_state.c). */
+struct state_thread {
+	pthread_t thread;
+	pthread_mutex_t lock; /* guards stop; with wake, the thread's sleep */
+	pthread_cond_t wake;
+	bool stop;
+	bool running;
+};
 
 struct raid_array {
 	const struct raid_layout *layout;
@@ -46,7 +56,24 @@ struct raid_array {
 	bool owns_members;	      /* raid_close() closes them */
 	struct range_lock write_lock; /* see above */
 	struct stripe_locks stripe_locks;
+	struct raid_meta *meta; /* md superblocks; NULL in raw mode */
+	struct state_thread state;
 };
+
+/*
+ * The clean/active state in the superblocks (array_state.c; no-ops in raw
+ * mode).  Every write-class request runs between start (which may mark the
+ * array active first: 0 or -errno) and end.  state_tick marks it clean
+ * when due and says in how many ns to look again (0: not while clean);
+ * the state thread calls it, tests may call it with their own clock.
+ */
+int state_write_start(struct raid_array *a);
+void state_write_end(struct raid_array *a);
+uint64_t state_tick(struct raid_array *a, uint64_t now_ns);
+void state_wake(struct raid_array *a);
+void state_stop(struct raid_array *a);
+/* Mark clean at close (after flushing), unless it must stay active. */
+int state_close(struct raid_array *a);
 
 /*
  * Assemble an array over members already open, in role order (tests use

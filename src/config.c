@@ -141,13 +141,30 @@ set_io(struct raid_config *c, const char *v)
 static int
 set_metadata(struct raid_config *c, const char *v)
 {
-	if (strcmp(v, "none") != 0) {
-		raid_error("metadata '%s': unknown (supported: none)", v);
+	static const char *const names[] = {
+		[RAID_META_AUTO] = "auto",
+		[RAID_META_MD] = "md",
+		[RAID_META_NONE] = "none",
+	};
+
+	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strcmp(v, names[i]) == 0) {
+			c->metadata = (enum raid_metadata)i;
+			return 0;
+		}
+	}
+	raid_error("metadata '%s': must be auto, md or none", v);
+	return -EINVAL;
+}
+
+static int
+set_force(struct raid_config *c, const char *v)
+{
+	if (raid_parse_bool(v, &c->force) < 0) {
+		raid_error("force '%s': must be true or false", v);
 		return -EINVAL;
 	}
-	free(c->metadata);
-	c->metadata = strdup(v);
-	return c->metadata ? 0 : -ENOMEM;
+	return 0;
 }
 
 /*
@@ -229,14 +246,20 @@ static const struct option options[] = {
 	  "Open members with O_DIRECT (default false)." },
 	{ "io", set_io, false, "io=auto|uring|psync",
 	  "Member I/O engine (default auto: see docs/design.md)." },
-	{ "metadata", set_metadata, false, "metadata=none",
-	  "Raw geometry, no superblock (the only mode yet)." },
+	{ "metadata", set_metadata, false, "metadata=auto|md|none",
+	  "auto (default): md superblocks when the members carry\n"
+	  "them (any member order; docs/metadata.md), else the\n"
+	  "settings; md: superblocks required; none: the\n"
+	  "settings only, superblocks ignored (mdadm --build)." },
+	{ "force", set_force, false, "force=false|true",
+	  "Take back members the superblocks call stale, as\n"
+	  "mdadm --assemble --force (default false)." },
 	{ "data-offset", set_data_offset, false, "data-offset=SIZE",
-	  "Raw mode: array data starts SIZE into every member\n"
+	  "Raw: array data starts SIZE into every member\n"
 	  "(default 0); 2048s = 2048 sectors, as mdadm --examine\n"
 	  "prints md's Data Offset (docs/md-compat.md)." },
 	{ "member-size", set_member_size, false, "member-size=SIZE",
-	  "Raw mode: use SIZE of every member from data-offset\n"
+	  "Raw: use SIZE of every member from data-offset\n"
 	  "(default: all of the smallest); md's Used Dev Size." },
 };
 #define NR_OPTIONS (sizeof(options) / sizeof(options[0]))
@@ -329,7 +352,6 @@ raid_config_free(struct raid_config *c)
 	}
 	free(c->members);
 	free(c->layout);
-	free(c->metadata);
 	if (c->sources) {
 		free(c->sources->file);
 		free(c->sources);
@@ -515,12 +537,37 @@ raid_config_load(struct raid_config *c, const char *path)
 int
 raid_config_check(const struct raid_config *c)
 {
+	if (!c->nr_members) {
+		raid_error("member= is required (one per member)");
+		return -EINVAL;
+	}
+	if (c->metadata == RAID_META_NONE) {
+		return raid_config_check_raw(c);
+	}
+	return 0;
+}
+
+bool
+raid_config_is_set(const struct raid_config *c, const char *key)
+{
+	for (unsigned i = 0; i < NR_OPTIONS; i++) {
+		if (strcmp(key, options[i].key) == 0) {
+			return c->sources && c->sources->from[i] != SRC_UNSET;
+		}
+	}
+	return false;
+}
+
+int
+raid_config_check_raw(const struct raid_config *c)
+{
 	const struct raid_layout *l;
 	struct raid_geom g = { 0 };
 	char err[256];
 
 	if (c->level < 0) {
-		raid_error("level= is required (0, 1, 5 or 10)");
+		raid_error(
+			"level= is required (0, 1, 5 or 10) for members without md superblocks");
 		return -EINVAL;
 	}
 	l = layout_find(c->level);

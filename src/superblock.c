@@ -247,6 +247,51 @@ md_sb_encode(const struct md_sb *sb, void *buf)
 	put_le(p + OFF_SB_CSUM, 4, md_sb_csum(p, sb->max_dev));
 }
 
+/* The bitmap superblock (md_p.h struct bitmap_super): what nbdraid uses. */
+#define BM_OFF_MAGIC   0
+#define BM_OFF_VERSION 4
+#define BM_OFF_UUID    8
+#define BM_OFF_STATE   48
+#define BM_HEADER      256
+#define BM_VERSION_MIN 3
+#define BM_VERSION_MAX 5
+
+static bool
+is_bitmap(const uint8_t *p, size_t len, const uint8_t *set_uuid)
+{
+	uint32_t version;
+
+	if (len < BM_HEADER || get_le(p + BM_OFF_MAGIC, 4) != MD_BITMAP_MAGIC) {
+		return false;
+	}
+	version = get_le(p + BM_OFF_VERSION, 4);
+	return version >= BM_VERSION_MIN && version <= BM_VERSION_MAX &&
+	       (!set_uuid ||
+		memcmp(p + BM_OFF_UUID, set_uuid, UUID_BYTES) == 0);
+}
+
+int
+md_bitmap_mark_stale(void *buf, size_t len, const uint8_t *set_uuid)
+{
+	uint8_t *p = buf;
+
+	if (!is_bitmap(p, len, set_uuid)) {
+		return -ENOENT;
+	}
+	put_le(p + BM_OFF_STATE, 4,
+	       get_le(p + BM_OFF_STATE, 4) | MD_BITMAP_STALE);
+	return 0;
+}
+
+bool
+md_bitmap_is_stale(const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	return is_bitmap(p, len, NULL) &&
+	       (get_le(p + BM_OFF_STATE, 4) & MD_BITMAP_STALE);
+}
+
 uint64_t
 md_sb_sector(unsigned minor, uint64_t dev_bytes)
 {

@@ -114,6 +114,21 @@ uint64_t md_sb_sector(unsigned minor, uint64_t dev_bytes);
 /* The minor version a superblock at super_offset sectors is (as mdadm). */
 unsigned md_sb_minor(uint64_t super_offset);
 
+/*
+ * md's internal write-intent bitmap: its 256-byte superblock heads the
+ * bitmap, at the md superblock's place plus bitmap_offset sectors.
+ * nbdraid does not keep the bits; before its first write it marks the
+ * bitmap stale, so md resyncs the whole array after an unclean shutdown
+ * (and nothing after a clean one) and no bit ever calls a written chunk
+ * clean.  Mark buf (the bitmap's first bytes, len >= 256) stale: 0, or
+ * -ENOENT when it is not a bitmap of the array with this uuid.
+ */
+#define MD_BITMAP_MAGIC 0x6d746962u /* "bitm" */
+#define MD_BITMAP_STALE 0x2u	    /* state bit: out of date */
+int md_bitmap_mark_stale(void *buf, size_t len, const uint8_t *set_uuid);
+/* Is the bitmap in buf marked stale?  (tests, examine) */
+bool md_bitmap_is_stale(const void *buf, size_t len);
+
 /* Names of the feature bits nbdraid cannot honour, in md's words. */
 const char *md_feature_name(uint32_t bit);
 

@@ -157,6 +157,9 @@ test_config_refuses_unknown_and_bad_values(void **state)
 	assert_int_equal(raid_config_set(&c, "direct", "perhaps"), -EINVAL);
 	assert_int_equal(raid_config_set(&c, "io", "aio"), -EINVAL);
 	assert_int_equal(raid_config_set(&c, "metadata", "1.2"), -EINVAL);
+	assert_string_equal(t_last_error,
+			    "metadata '1.2': must be auto, md or none");
+	assert_int_equal(raid_config_set(&c, "force", "maybe"), -EINVAL);
 	assert_int_equal(raid_config_set(&c, "level", "raid10"), 0);
 	assert_int_equal(c.level, 10);
 	raid_config_free(&c);
@@ -181,7 +184,11 @@ test_config_refuses_key_twice(void **state)
 	raid_config_free(&c);
 }
 
-/* The checks that need the whole config: level, member count, layout. */
+/*
+ * The checks that need the whole config: members always; without
+ * superblocks (raw), level, member count and layout.  With metadata=auto
+ * the level may come from the superblocks, so only raw mode needs it.
+ */
 static void
 test_config_check(void **state)
 {
@@ -190,15 +197,24 @@ test_config_check(void **state)
 	(void)state;
 	raid_config_init(&c);
 	assert_int_equal(raid_config_check(&c), -EINVAL);
+	assert_non_null(strstr(t_last_error, "member= is required"));
+	assert_int_equal(raid_config_set(&c, "member", "/a"), 0);
+	assert_int_equal(raid_config_check(&c), 0);
+	assert_int_equal(raid_config_check_raw(&c), -EINVAL);
 	assert_non_null(strstr(t_last_error, "level= is required"));
+	assert_int_equal(raid_config_set(&c, "metadata", "none"), 0);
+	assert_int_equal(raid_config_check(&c), -EINVAL);
+	assert_non_null(strstr(t_last_error, "level= is required"));
+	raid_config_free(&c);
+	raid_config_init(&c);
 	raid_config_set(&c, "level", "10");
 	raid_config_set(&c, "member", "/a");
-	assert_int_equal(raid_config_check(&c), -EINVAL);
+	assert_int_equal(raid_config_check_raw(&c), -EINVAL);
 	assert_string_equal(t_last_error,
 			    "level 10 needs at least 2 members, have 1");
 	raid_config_set(&c, "member", "/b");
 	raid_config_set(&c, "layout", "f3");
-	assert_int_equal(raid_config_check(&c), -EINVAL);
+	assert_int_equal(raid_config_check_raw(&c), -EINVAL);
 	assert_string_equal(
 		t_last_error,
 		"raid10 layout 'f3': 3 copies need at least 3 members, have 2");
@@ -207,7 +223,7 @@ test_config_check(void **state)
 	raid_config_set(&c, "level", "0");
 	raid_config_set(&c, "member", "/a");
 	raid_config_set(&c, "layout", "n2");
-	assert_int_equal(raid_config_check(&c), -EINVAL);
+	assert_int_equal(raid_config_check_raw(&c), -EINVAL);
 	assert_string_equal(t_last_error, "raid0 takes no layout (got 'n2')");
 	raid_config_free(&c);
 }
@@ -323,7 +339,7 @@ test_config_help_lists_every_key(void **state)
 	static const char *const keys[] = {
 		"level=",	"member=", "chunk=",	"layout=",
 		"direct=",	"io=",	   "metadata=", "data-offset=",
-		"member-size=", "config=",
+		"member-size=", "force=",  "config=",
 	};
 	const char *help = raid_config_help();
 	unsigned usage_lines = 0;

@@ -1,0 +1,331 @@
+/*
+ * array_state.c: the array's clean/active state in its superblocks, as md
+ * keeps it (metadata.h has the table), and the thread that marks it clean.
+ *
+ * DESIGN
+ * Every write, zero and trim is bracketed by state_write_start/end.  The
+ * first one after opening, or after the array was marked clean, marks it
+ * active first: resync_offset 0 and events + 1 on every member, written
+ * with FUA before that request touches data (md_write_start).  The state
+ * thread (started after nbdkit forks: raid_start) marks it clean again
+ * once no write has run for META_CLEAN_DELAY_NS (md's safe_mode_delay):
+ * it flushes every member, then writes resync_offset all ones and events
+ * + 1.  raid_close does the same.  A kill -9 leaves it active, so md (or
+ * nbdraid's resync, later) makes parity and copies consistent again.
+ *
+ * Before the first mark of an md array with an internal bitmap, nbdraid
+ * marks the bitmap stale on every member (it keeps no bits: superblock.h).
+ *
+ * Lock order: meta->lock, then the state thread's lock (a write that marks
+ * the array active wakes the thread); the thread never takes meta->lock
+ * while it holds its own.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "array.h"
+#include "io/batch.h"
+#include "log.h"
+#include "metadata.h"
+
+#define STATE_IDLE_WAIT_NS (META_CLEAN_DELAY_NS) /* recheck while active */
+
+static uint64_t
+wall_seconds(void)
+{
+	return (uint64_t)time(NULL) & MD_TIME_SEC_MASK;
+}
+
+/* Mark every member's bitmap stale, once; under meta->lock. */
+static int
+bitmap_stale(struct raid_array *a)
+{
+	struct raid_meta *meta = a->meta;
+	uint8_t *buf = NULL;
+	int r = 0;
+
+	if (!meta->bitmap || meta->bitmap_stale) {
+		return 0;
+	}
+	if (posix_memalign((void **)&buf, IO_BUF_ALIGN, MD_SB_BYTES) != 0) {
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < meta->nr && r == 0; i++) {
+		const struct meta_member *mm = &meta->members[i];
+		uint64_t at = (mm->sb_sector + mm->sb.bitmap_offset) *
+			      RAID_SECTOR_BYTES;
+		struct io_req q = { .m = &a->members[i],
+				    .op = IO_READ,
+				    .buf = buf,
+				    .len = MD_SB_BYTES,
+				    .off = at };
+
+		r = a->members[i].be->submit_wait(&q, 1);
+		if (r == 0 && md_bitmap_mark_stale(buf, MD_SB_BYTES,
+						   mm->sb.set_uuid) < 0) {
+			raid_error(
+				"member %s: no md bitmap of this array at sector %lld from the superblock",
+				a->members[i].path,
+				(long long)mm->sb.bitmap_offset);
+			r = -EINVAL;
+		}
+		if (r == 0) {
+			q = (struct io_req){ .m = &a->members[i],
+					     .op = IO_WRITE,
+					     .flags = IO_FUA,
+					     .buf = buf,
+					     .len = MD_SB_BYTES,
+					     .off = at };
+			r = a->members[i].be->submit_wait(&q, 1);
+		}
+	}
+	free(buf);
+	meta->bitmap_stale = r == 0;
+	return r;
+}
+
+/* Write the state to every member: events + 1; under meta->lock. */
+static int
+mark(struct raid_array *a, bool active)
+{
+	struct raid_meta *meta = a->meta;
+	uint64_t events = meta->members[0].sb.events + 1;
+	int r = active ? bitmap_stale(a) : 0;
+
+	for (unsigned i = 0; i < meta->nr; i++) {
+		events = events > meta->members[i].sb.events + 1
+				 ? events
+				 : meta->members[i].sb.events + 1;
+	}
+	for (unsigned i = 0; i < meta->nr && r == 0; i++) {
+		struct md_sb *sb = &meta->members[i].sb;
+
+		sb->events = events;
+		sb->utime = wall_seconds();
+		sb->resync_offset = active ? 0 : MD_RESYNC_DONE;
+	}
+	if (r == 0) {
+		r = meta_write(a->members, meta->members, meta->nr);
+	}
+	if (r < 0) {
+		raid_error("marking the array %s in its superblocks failed: %s",
+			   active ? "active" : "clean", strerror(-r));
+	}
+	return r;
+}
+
+int
+state_write_start(struct raid_array *a)
+{
+	struct raid_meta *meta = a->meta;
+	int r = 0;
+
+	if (!meta) {
+		return 0;
+	}
+	atomic_fetch_add(&meta->writes, 1);
+	if (atomic_load(&meta->dirty)) {
+		return 0;
+	}
+	pthread_mutex_lock(&meta->lock);
+	if (!atomic_load(&meta->dirty)) {
+		r = mark(a, true);
+		if (r == 0) {
+			atomic_store(&meta->dirty, true);
+			state_wake(a);
+		}
+	}
+	pthread_mutex_unlock(&meta->lock);
+	if (r < 0) {
+		atomic_fetch_sub(&meta->writes, 1);
+	}
+	return r;
+}
+
+void
+state_write_end(struct raid_array *a)
+{
+	struct raid_meta *meta = a->meta;
+
+	if (!meta) {
+		return;
+	}
+	atomic_store(&meta->last_write_ns, meta_now_ns());
+	atomic_fetch_sub(&meta->writes, 1);
+}
+
+/* fdatasync every member; the data must be on them before "clean". */
+static int
+flush_all(struct raid_array *a)
+{
+	struct batch b;
+	int r = 0;
+
+	batch_init(&b);
+	for (unsigned i = 0; i < a->nr_members && r == 0; i++) {
+		r = batch_flush(&b, &a->members[i]);
+	}
+	if (r == 0) {
+		r = batch_run(&b);
+	}
+	batch_fini(&b);
+	return r;
+}
+
+/* Mark clean if nothing has been written since; under meta->lock. */
+static int
+try_clean(struct raid_array *a)
+{
+	struct raid_meta *meta = a->meta;
+	int r;
+
+	atomic_store(&meta->dirty, false);
+	if (atomic_load(&meta->writes) > 0) {
+		atomic_store(&meta->dirty, true); /* a write got in first */
+		return -EBUSY;
+	}
+	r = flush_all(a);
+	if (r == 0) {
+		r = mark(a, false);
+	}
+	if (r < 0) {
+		atomic_store(&meta->dirty, true);
+	}
+	return r;
+}
+
+uint64_t
+state_tick(struct raid_array *a, uint64_t now_ns)
+{
+	struct raid_meta *meta = a->meta;
+	uint64_t due;
+
+	if (!meta || meta->stay_dirty || !atomic_load(&meta->dirty)) {
+		return 0;
+	}
+	due = atomic_load(&meta->last_write_ns) + META_CLEAN_DELAY_NS;
+	if (atomic_load(&meta->writes) > 0 || now_ns < due) {
+		return now_ns < due ? due - now_ns : STATE_IDLE_WAIT_NS;
+	}
+	pthread_mutex_lock(&meta->lock);
+	if (atomic_load(&meta->dirty)) {
+		try_clean(a);
+	}
+	pthread_mutex_unlock(&meta->lock);
+	return atomic_load(&meta->dirty) ? STATE_IDLE_WAIT_NS : 0;
+}
+
+int
+state_close(struct raid_array *a)
+{
+	struct raid_meta *meta = a->meta;
+	int r = 0;
+
+	if (!meta || meta->stay_dirty) {
+		return 0;
+	}
+	pthread_mutex_lock(&meta->lock);
+	if (atomic_load(&meta->dirty)) {
+		r = try_clean(a);
+	}
+	pthread_mutex_unlock(&meta->lock);
+	return r;
+}
+
+/* ---- the state thread -------------------------------------------------- */
+
+static void *
+state_main(void *arg)
+{
+	struct raid_array *a = arg;
+	struct state_thread *t = &a->state;
+
+	pthread_mutex_lock(&t->lock);
+	while (!t->stop) {
+		uint64_t wait_ns;
+		struct timespec until;
+
+		pthread_mutex_unlock(&t->lock);
+		wait_ns = state_tick(a, meta_now_ns());
+		pthread_mutex_lock(&t->lock);
+		if (t->stop) {
+			break;
+		}
+		if (!wait_ns) {
+			/* Clean (or never to be): until a write marks it. */
+			pthread_cond_wait(&t->wake, &t->lock);
+			continue;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_sec += wait_ns / 1000000000ull;
+		until.tv_nsec += wait_ns % 1000000000ull;
+		if (until.tv_nsec >= 1000000000) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&t->wake, &t->lock, &until);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return NULL;
+}
+
+void
+state_wake(struct raid_array *a)
+{
+	struct state_thread *t = &a->state;
+
+	if (!t->running) {
+		return;
+	}
+	pthread_mutex_lock(&t->lock);
+	pthread_cond_signal(&t->wake);
+	pthread_mutex_unlock(&t->lock);
+}
+
+int
+raid_start(struct raid_array *a)
+{
+	struct state_thread *t = &a->state;
+	pthread_condattr_t ca;
+	int r;
+
+	if (!a->meta || t->running) {
+		return 0;
+	}
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&t->wake, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_mutex_init(&t->lock, NULL);
+	t->stop = false;
+	r = -pthread_create(&t->thread, NULL, state_main, a);
+	if (r < 0) {
+		raid_error("starting the array's state thread: %s",
+			   strerror(-r));
+		pthread_cond_destroy(&t->wake);
+		pthread_mutex_destroy(&t->lock);
+		return r;
+	}
+	t->running = true;
+	return 0;
+}
+
+void
+state_stop(struct raid_array *a)
+{
+	struct state_thread *t = &a->state;
+
+	if (!t->running) {
+		return;
+	}
+	pthread_mutex_lock(&t->lock);
+	t->stop = true;
+	pthread_cond_signal(&t->wake);
+	pthread_mutex_unlock(&t->lock);
+	pthread_join(t->thread, NULL);
+	pthread_cond_destroy(&t->wake);
+	pthread_mutex_destroy(&t->lock);
+	t->running = false;
+}

@@ -1,0 +1,656 @@
+/*
+ * metadata.c: assemble an array from its members' md superblocks, and
+ * write them back (metadata.h).
+ *
+ * DESIGN
+ * Reading: each member's superblock is looked for where 1.2, 1.1 and 1.0
+ * put it; one that decodes, and says it lives where it was found, counts;
+ * of several, the newest (ctime), as mdadm chooses.  Superblock I/O goes
+ * through the member's backend, like data, so memory members serve the
+ * unit tests; writes carry FUA.
+ *
+ * Assembly, md's rules (md.c analyze_sbs, mdadm Assemble.c):
+ *   1. every member has a superblock, or none (then -ENOENT: raw mode);
+ *      none is damaged (checksum, padding, version);
+ *   2. one array: the same set_uuid, and the same array-wide fields as
+ *      the freshest (highest events) active member: level, layout,
+ *      chunk, raid_disks, size, ctime ("doesn't match others");
+ *   3. feature bits: unknown ones, and known ones nbdraid cannot honour,
+ *      refused by name; a member being rebuilt (recovery_offset) counts
+ *      as missing;
+ *   4. roles from the freshest superblock's table, indexed by each
+ *      member's dev_number; a member more than one event behind is stale
+ *      and left out (force=true takes it back, as mdadm --force); spares
+ *      are left out; two members claiming one role are refused;
+ *   5. a role with no member (missing, failed, stale) is degraded: refused
+ *      until degraded mode exists, saying so;
+ *   6. the geometry (level, layout, chunk, size, data offsets) from the
+ *      superblocks; a setting given that contradicts them is refused,
+ *      naming both.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "io/batch.h"
+#include "layout/layout.h"
+#include "log.h"
+#include "metadata.h"
+#include "util.h"
+
+#define SB_MINORS 3 /* 1.0, 1.1, 1.2 */
+
+uint64_t
+meta_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* One superblock-sized I/O at a sector, through the member's backend. */
+static int
+sb_io(struct raid_member *m, int op, void *buf, uint64_t sector)
+{
+	struct io_req r = { .m = m,
+			    .op = op,
+			    .flags = op == IO_WRITE ? IO_FUA : 0,
+			    .buf = buf,
+			    .len = MD_SB_BYTES,
+			    .off = sector * RAID_SECTOR_BYTES };
+
+	return m->be->submit_wait(&r, 1);
+}
+
+static void *
+sb_buffer(void)
+{
+	void *buf = NULL;
+
+	if (posix_memalign(&buf, IO_BUF_ALIGN, MD_SB_BYTES) != 0) {
+		return NULL;
+	}
+	return buf;
+}
+
+/* The superblock of one minor version, if there is one where it says. */
+static int
+read_minor(struct raid_member *m, unsigned minor, void *buf,
+	   struct meta_member *out, char *why, size_t whylen)
+{
+	uint64_t sector = md_sb_sector(minor, m->size);
+	int r;
+
+	if (sector == UINT64_MAX ||
+	    (sector * RAID_SECTOR_BYTES + MD_SB_BYTES) > m->size) {
+		return -ENOENT;
+	}
+	r = sb_io(m, IO_READ, buf, sector);
+	if (r < 0) {
+		snprintf(why, whylen, "reading the superblock: %s",
+			 strerror(-r));
+		return r;
+	}
+	r = md_sb_decode(buf, MD_SB_BYTES, &out->sb, why, whylen);
+	if (r == 0 && out->sb.super_offset != sector) {
+		/* Another version's, seen from here (1.1 vs 1.2 on small
+		 * members): not this one. */
+		r = -ENOENT;
+	}
+	out->sb_sector = sector;
+	return r;
+}
+
+int
+meta_read(struct raid_member *m, struct meta_member *out, char *why,
+	  size_t whylen)
+{
+	static const unsigned order[SB_MINORS] = { 2, 1, 0 };
+	struct meta_member *found = NULL, *try = NULL;
+	void *buf = sb_buffer();
+	int err = -ENOENT, r;
+
+	try = malloc(sizeof(*try));
+	if (!buf || !try) {
+		free(buf);
+		free(try);
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < SB_MINORS; i++) {
+		char w[160];
+
+		r = read_minor(m, order[i], buf, try, w, sizeof(w));
+		if (r == -ENOENT) {
+			continue;
+		}
+		if (r < 0) {
+			if (err == -ENOENT) {
+				err = r;
+				snprintf(why, whylen, "%s", w);
+			}
+			continue;
+		}
+		/* Several: the newest, as mdadm guesses the type. */
+		if (!found || (try->sb.ctime & MD_TIME_SEC_MASK) >
+				      (out->sb.ctime & MD_TIME_SEC_MASK)) {
+			*out = *try;
+			found = out;
+		}
+	}
+	free(buf);
+	free(try);
+	return found ? 0 : err;
+}
+
+int
+meta_write(struct raid_member *members, const struct meta_member *mm,
+	   unsigned nr)
+{
+	uint8_t *bufs = NULL;
+	struct batch b;
+	int r = 0;
+
+	if (posix_memalign((void **)&bufs, IO_BUF_ALIGN,
+			   (size_t)nr * MD_SB_BYTES) != 0) {
+		return -ENOMEM;
+	}
+	batch_init(&b);
+	for (unsigned i = 0; i < nr && r == 0; i++) {
+		uint8_t *buf = bufs + (size_t)i * MD_SB_BYTES;
+
+		md_sb_encode(&mm[i].sb, buf);
+		r = batch_write(&b, &members[i], buf, MD_SB_BYTES,
+				mm[i].sb_sector * RAID_SECTOR_BYTES, IO_FUA);
+	}
+	if (r == 0) {
+		r = batch_run(&b);
+	}
+	batch_fini(&b);
+	free(bufs);
+	return r;
+}
+
+void
+meta_free(struct raid_meta *meta)
+{
+	if (!meta) {
+		return;
+	}
+	pthread_mutex_destroy(&meta->lock);
+	free(meta->members);
+	free(meta);
+}
+
+/* ---- assembly ---------------------------------------------------------- */
+
+/* A UUID as mdadm prints it (4:4:4:4 bytes in hex), for messages. */
+static const char *
+uuid_str(const uint8_t *u, char *buf)
+{
+	char *p = buf;
+
+	for (unsigned i = 0; i < 16; i++) {
+		p += sprintf(p, "%s%02x", i && i % 4 == 0 ? ":" : "", u[i]);
+	}
+	return buf;
+}
+
+/* What each given member turned out to be. */
+enum found_as { FOUND_ACTIVE, FOUND_SPARE, FOUND_STALE, FOUND_REBUILDING };
+
+struct found {
+	struct meta_member mm;
+	enum found_as as;
+	unsigned role;
+};
+
+struct assembly {
+	const struct raid_config *cfg;
+	struct raid_member *m;
+	unsigned nr;
+	struct found *f;
+	unsigned freshest; /* index of the freshest active member */
+	const struct raid_layout *layout;
+};
+
+/* Read every member; all have a superblock, none, or it is refused. */
+static int
+read_all(struct assembly *as)
+{
+	unsigned with = 0, without = 0, first_without = 0;
+	char why[160];
+	int r;
+
+	for (unsigned i = 0; i < as->nr; i++) {
+		r = meta_read(&as->m[i], &as->f[i].mm, why, sizeof(why));
+		if (r == -ENOENT) {
+			if (!without++) {
+				first_without = i;
+			}
+			continue;
+		}
+		if (r < 0) {
+			raid_error("member %s: %s", as->m[i].path, why);
+			return r;
+		}
+		with++;
+	}
+	if (!with) {
+		return -ENOENT;
+	}
+	if (without) {
+		raid_error(
+			"member %s: no md superblock, where the other members have one",
+			as->m[first_without].path);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Feature bits nbdraid cannot honour, refused by name. */
+static int
+check_features(const struct raid_member *m, const struct md_sb *sb)
+{
+	uint32_t ok = MD_FEATURE_BITMAP_OFFSET | MD_FEATURE_RECOVERY_OFFSET |
+		      MD_FEATURE_RAID0_LAYOUT;
+	uint32_t bad = sb->feature_map & ~ok;
+
+	if (!bad) {
+		return 0;
+	}
+	if (bad & ~(uint32_t)MD_FEATURE_ALL) {
+		raid_error(
+			"member %s: md superblock has feature bits %#x that nbdraid does not know",
+			m->path, bad & ~(uint32_t)MD_FEATURE_ALL);
+		return -EINVAL;
+	}
+	raid_error(
+		"member %s: md superblock feature '%s' (%#x) is not supported by nbdraid",
+		m->path, md_feature_name(bad & -bad), bad & -bad);
+	return -EOPNOTSUPP;
+}
+
+/* The freshest member that is active in its own superblock. */
+static int
+find_freshest(struct assembly *as)
+{
+	bool any = false;
+
+	for (unsigned i = 0; i < as->nr; i++) {
+		const struct md_sb *sb = &as->f[i].mm.sb;
+		uint16_t role = md_sb_role(sb);
+
+		if (role >= MD_ROLE_MAX) {
+			continue;
+		}
+		if (!any || sb->events > as->f[as->freshest].mm.sb.events) {
+			as->freshest = i;
+			any = true;
+		}
+	}
+	if (!any) {
+		raid_error(
+			"no member is an active member of its array (spares only)");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* mdadm's compare_super1: the array-wide fields must agree. */
+static int
+check_same_array(struct assembly *as, unsigned i)
+{
+	const struct md_sb *a = &as->f[as->freshest].mm.sb,
+			   *b = &as->f[i].mm.sb;
+	const char *what = NULL;
+	char ua[40], ub[40];
+
+	if (memcmp(a->set_uuid, b->set_uuid, 16) != 0) {
+		raid_error(
+			"member %s: of array UUID %s (%s), but member %s is of array UUID %s (%s)",
+			as->m[i].path, uuid_str(b->set_uuid, ub), b->set_name,
+			as->m[as->freshest].path, uuid_str(a->set_uuid, ua),
+			a->set_name);
+		return -EINVAL;
+	}
+	if (a->level != b->level) {
+		what = "level";
+	} else if (a->layout != b->layout) {
+		what = "layout";
+	} else if (a->chunksize != b->chunksize) {
+		what = "chunk size";
+	} else if (a->raid_disks != b->raid_disks) {
+		what = "raid devices";
+	} else if (a->size != b->size) {
+		what = "used device size";
+	} else if ((a->ctime & MD_TIME_SEC_MASK) !=
+		   (b->ctime & MD_TIME_SEC_MASK)) {
+		what = "creation time";
+	}
+	if (what) {
+		raid_error(
+			"member %s: superblock does not match member %s's (%s differs)",
+			as->m[i].path, as->m[as->freshest].path, what);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* What member i is, by the freshest superblock's role table. */
+static void
+classify(struct assembly *as, unsigned i)
+{
+	const struct md_sb *fresh = &as->f[as->freshest].mm.sb;
+	const struct md_sb *sb = &as->f[i].mm.sb;
+	uint16_t role = sb->dev_number < fresh->max_dev
+				? fresh->dev_roles[sb->dev_number]
+				: MD_ROLE_SPARE;
+	struct found *f = &as->f[i];
+
+	f->role = role;
+	if (role >= fresh->raid_disks) {
+		f->as = FOUND_SPARE;
+	} else if (sb->events + 1 < fresh->events && !as->cfg->force) {
+		f->as = FOUND_STALE;
+	} else if (sb->feature_map & MD_FEATURE_RECOVERY_OFFSET) {
+		f->as = FOUND_REBUILDING;
+	} else {
+		f->as = FOUND_ACTIVE;
+	}
+}
+
+/* Roles to members: each role once; say what is left out and why. */
+static int
+assign_roles(struct assembly *as, int *by_role)
+{
+	const struct md_sb *fresh = &as->f[as->freshest].mm.sb;
+	char u[40];
+
+	for (unsigned r = 0; r < fresh->raid_disks; r++) {
+		by_role[r] = -1;
+	}
+	for (unsigned i = 0; i < as->nr; i++) {
+		struct found *f = &as->f[i];
+
+		switch (f->as) {
+		case FOUND_SPARE:
+			raid_debug(
+				"member %s: a spare (role %#x); left out: nbdraid does not use spares yet",
+				as->m[i].path, f->role);
+			continue;
+		case FOUND_STALE:
+			raid_error(
+				"member %s: stale (events %llu, the array is at %llu): left out (force=true takes it back)",
+				as->m[i].path,
+				(unsigned long long)f->mm.sb.events,
+				(unsigned long long)fresh->events);
+			continue;
+		case FOUND_REBUILDING:
+			raid_error(
+				"member %s: role %u was being rebuilt (recovery offset %llu): left out",
+				as->m[i].path, f->role,
+				(unsigned long long)f->mm.sb.recovery_offset);
+			continue;
+		case FOUND_ACTIVE:
+			break;
+		}
+		if (by_role[f->role] >= 0) {
+			raid_error(
+				"members %s and %s both claim role %u of array %s",
+				as->m[by_role[f->role]].path, as->m[i].path,
+				f->role, uuid_str(fresh->set_uuid, u));
+			return -EINVAL;
+		}
+		by_role[f->role] = i;
+	}
+	return 0;
+}
+
+/* Every role filled, or say which are not: degraded is refused for now. */
+static int
+check_complete(struct assembly *as, const int *by_role)
+{
+	const struct md_sb *fresh = &as->f[as->freshest].mm.sb;
+	unsigned missing = 0, faulty = 0;
+	char list[256] = "";
+	size_t at = 0;
+
+	for (unsigned i = 0; i < fresh->max_dev; i++) {
+		faulty += fresh->dev_roles[i] == MD_ROLE_FAULTY;
+	}
+	for (unsigned r = 0; r < fresh->raid_disks; r++) {
+		if (by_role[r] < 0) {
+			missing++;
+			at += snprintf(list + at,
+				       sizeof(list) - MIN(at, sizeof(list)),
+				       "%s%u", missing > 1 ? ", " : "", r);
+		}
+	}
+	if (!missing) {
+		return 0;
+	}
+	raid_error(
+		"array %s (%s) is degraded: no working member for role%s %s%s; nbdraid cannot serve a degraded array yet",
+		uuid_str(fresh->set_uuid, (char[40]){ 0 }), fresh->set_name,
+		missing > 1 ? "s" : "", list,
+		faulty ? " (the superblocks record a failed member)" : "");
+	return -EINVAL;
+}
+
+/* A setting given and the superblocks' value must agree. */
+static int
+agree(const char *key, bool given, unsigned long long want,
+      unsigned long long have, const char *unit)
+{
+	if (!given || want == have) {
+		return 0;
+	}
+	raid_error("%s=%llu%s given, but the superblocks say %llu%s", key, want,
+		   unit, have, unit);
+	return -EINVAL;
+}
+
+/* Level, layout and chunk from the freshest superblock. */
+static int
+geometry_kind(struct assembly *as, struct meta_geometry *geo)
+{
+	const struct md_sb *sb = &as->f[as->freshest].mm.sb;
+	const struct raid_config *cfg = as->cfg;
+	char err[160];
+
+	as->layout = layout_find(sb->level);
+	if (!as->layout) {
+		raid_error(
+			"md raid%d is not a level nbdraid serves (0, 1, 5, 10)",
+			sb->level);
+		return -EOPNOTSUPP;
+	}
+	if (as->layout->md_layout_name(sb->layout, geo->layout,
+				       sizeof(geo->layout), err,
+				       sizeof(err)) < 0) {
+		raid_error("%s", err);
+		return -EOPNOTSUPP;
+	}
+	geo->level = sb->level;
+	geo->chunk_bytes = (uint64_t)sb->chunksize * RAID_SECTOR_BYTES;
+	if (cfg->level >= 0 && cfg->level != sb->level) {
+		raid_error("level=%d given, but the superblocks say raid%d",
+			   cfg->level, sb->level);
+		return -EINVAL;
+	}
+	if (cfg->layout && *cfg->layout &&
+	    strcmp(cfg->layout, geo->layout) != 0) {
+		raid_error("layout=%s given, but the superblocks say %s",
+			   cfg->layout, geo->layout);
+		return -EINVAL;
+	}
+	return agree("chunk",
+		     raid_config_is_set(cfg, "chunk") && geo->chunk_bytes,
+		     cfg->chunk_bytes, geo->chunk_bytes, "");
+}
+
+/*
+ * Sizes and offsets, per role.  RAID 0 keeps no size: each member is used
+ * as far as its data_size, in chunks; nbdraid serves one zone, so they
+ * must all be the same.
+ */
+static int
+geometry_sizes(struct assembly *as, const int *by_role,
+	       struct meta_geometry *geo)
+{
+	const struct md_sb *fresh = &as->f[as->freshest].mm.sb;
+	const struct raid_config *cfg = as->cfg;
+	int r;
+
+	geo->member_bytes = fresh->size * RAID_SECTOR_BYTES;
+	for (unsigned role = 0; role < fresh->raid_disks; role++) {
+		unsigned i = by_role[role];
+		const struct md_sb *sb = &as->f[i].mm.sb;
+		uint64_t data = sb->data_size * RAID_SECTOR_BYTES;
+
+		if (fresh->level == 0) {
+			data = ROUND_DOWN(data, geo->chunk_bytes);
+			if (role && data != geo->member_bytes) {
+				raid_error(
+					"member %s: md raid0 over members of different sizes (more than one zone) is not supported",
+					as->m[i].path);
+				return -EOPNOTSUPP;
+			}
+			geo->member_bytes = data;
+		} else if (data < geo->member_bytes) {
+			raid_error(
+				"member %s: data size %llu is smaller than the array's used size %llu",
+				as->m[i].path, (unsigned long long)data,
+				(unsigned long long)geo->member_bytes);
+			return -EINVAL;
+		}
+		geo->data_offset[role] = sb->data_offset * RAID_SECTOR_BYTES;
+		r = agree("data-offset", raid_config_is_set(cfg, "data-offset"),
+			  cfg->data_offset, geo->data_offset[role], " bytes");
+		if (r < 0) {
+			return r;
+		}
+	}
+	return agree("member-size", cfg->member_size != 0, cfg->member_size,
+		     geo->member_bytes, " bytes");
+}
+
+/* Put the members in role order; close and drop the ones left out. */
+static void
+reorder(struct assembly *as, const int *by_role, unsigned roles,
+	struct meta_member *keep)
+{
+	struct raid_member *sorted = calloc(as->nr, sizeof(*sorted));
+
+	for (unsigned r = 0; r < roles; r++) {
+		sorted[r] = as->m[by_role[r]];
+		sorted[r].role = r;
+		keep[r] = as->f[by_role[r]].mm;
+	}
+	for (unsigned i = 0; i < as->nr; i++) {
+		bool used = false;
+
+		for (unsigned r = 0; r < roles; r++) {
+			used |= by_role[r] == (int)i;
+		}
+		if (!used) {
+			member_close(&as->m[i]);
+		}
+	}
+	memcpy(as->m, sorted, roles * sizeof(*sorted));
+	free(sorted);
+	as->nr = roles;
+}
+
+static struct raid_meta *
+meta_new(unsigned nr)
+{
+	struct raid_meta *meta = calloc(1, sizeof(*meta));
+
+	if (!meta) {
+		return NULL;
+	}
+	meta->members = calloc(nr, sizeof(*meta->members));
+	if (!meta->members) {
+		free(meta);
+		return NULL;
+	}
+	meta->nr = nr;
+	pthread_mutex_init(&meta->lock, NULL);
+	return meta;
+}
+
+/* The checks, in md's order; 0 with the roles in by_role. */
+static int
+assemble_checks(struct assembly *as, int *by_role, struct meta_geometry *geo)
+{
+	int r = read_all(as);
+
+	for (unsigned i = 0; i < as->nr && r == 0; i++) {
+		r = check_features(&as->m[i], &as->f[i].mm.sb);
+	}
+	if (r == 0) {
+		r = find_freshest(as);
+	}
+	for (unsigned i = 0; i < as->nr && r == 0; i++) {
+		r = check_same_array(as, i);
+	}
+	for (unsigned i = 0; i < as->nr && r == 0; i++) {
+		classify(as, i);
+	}
+	if (r == 0) {
+		r = geometry_kind(as, geo);
+	}
+	if (r == 0) {
+		r = assign_roles(as, by_role);
+	}
+	if (r == 0) {
+		r = check_complete(as, by_role);
+	}
+	if (r == 0) {
+		r = geometry_sizes(as, by_role, geo);
+	}
+	return r;
+}
+
+int
+meta_assemble(const struct raid_config *cfg, struct raid_member *m,
+	      unsigned *nr, struct meta_geometry *geo, struct raid_meta **out)
+{
+	struct assembly as = { .cfg = cfg, .m = m, .nr = *nr };
+	int by_role[RAID_MAX_MEMBERS];
+	const struct md_sb *fresh;
+	struct raid_meta *meta = NULL;
+	int r;
+
+	memset(geo, 0, sizeof(*geo));
+	as.f = calloc(*nr, sizeof(*as.f));
+	if (!as.f) {
+		return -ENOMEM;
+	}
+	r = assemble_checks(&as, by_role, geo);
+	fresh = &as.f[as.freshest].mm.sb;
+	if (r == 0 && !(meta = meta_new(fresh->raid_disks))) {
+		r = -ENOMEM;
+	}
+	if (r == 0) {
+		meta->bitmap = fresh->feature_map & MD_FEATURE_BITMAP_OFFSET;
+		meta->stay_dirty = fresh->resync_offset != MD_RESYNC_DONE;
+		atomic_init(&meta->dirty, meta->stay_dirty);
+		reorder(&as, by_role, fresh->raid_disks, meta->members);
+		*nr = as.nr;
+		*out = meta;
+		if (meta->stay_dirty) {
+			raid_error(
+				"array %s (%s) was not shut down cleanly (resync offset %llu): it stays marked for the resync md would run",
+				uuid_str(fresh->set_uuid, (char[40]){ 0 }),
+				fresh->set_name,
+				(unsigned long long)fresh->resync_offset);
+		}
+	}
+	free(as.f);
+	return r;
+}

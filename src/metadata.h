@@ -1,0 +1,104 @@
+/*
+ * metadata.h: the array's identity and state in md's own v1.x superblocks,
+ * one per member (superblock.h has the format).
+ *
+ * Assembly (meta_assemble) reads every member's superblock, checks that
+ * they make one array and how, and returns the geometry, the members in
+ * role order and the state kept for writing: what md does at --assemble,
+ * with md's rules (MD-style events, the freshest superblock's role table).
+ *
+ * The state on disk follows md (docs/metadata.md has the table):
+ *
+ *   state    resync_offset  when
+ *   clean    all ones       after create (in sync), after a clean stop,
+ *                           200 ms after the last write (flushed first)
+ *   active   0              from before the first write after opening or
+ *                           after being clean (durable before that write
+ *                           is answered) until marked clean again
+ *
+ * Every change moves events on by one and is written to every member's
+ * superblock with FUA before it counts.  An array found active (not shut
+ * down cleanly) stays active: it needs the resync md would run, which
+ * nbdraid leaves to md (or to a later nbdraid) rather than erase.
+ */
+#ifndef RAID_METADATA_H
+#define RAID_METADATA_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "member.h"
+#include "raid_config.h"
+#include "superblock.h"
+
+/* md's safe_mode_delay: the array is marked clean this long after writes. */
+#define META_CLEAN_DELAY_NS (200 * 1000 * 1000ull)
+
+/* One member's superblock as nbdraid keeps it, and where it lives. */
+struct meta_member {
+	struct md_sb sb;
+	uint64_t sb_sector;
+};
+
+struct raid_meta {
+	/*
+	 * lock guards the superblocks (here and on disk), events and the
+	 * transitions of `dirty`: one update at a time, all members
+	 * written before the lock is let go.
+	 */
+	pthread_mutex_t lock;
+	struct meta_member *members; /* role order, nr of them */
+	unsigned nr;
+	bool bitmap;	   /* md's internal bitmap: marked stale */
+	bool bitmap_stale; /* ...already, on every member */
+	bool stay_dirty;   /* found active: never marked clean */
+	/*
+	 * dirty (resync_offset 0 on disk) and writes (write-class requests
+	 * in flight) are read without the lock, in a Dekker pair: a writer
+	 * counts itself in `writes` then reads `dirty`; the cleaner clears
+	 * `dirty` then reads `writes` (both sequentially consistent), so
+	 * one of them always sees the other.
+	 */
+	atomic_bool dirty;
+	atomic_uint writes;
+	atomic_uint_fast64_t last_write_ns; /* when the last write ended */
+};
+
+/* What the superblocks say the array is: settings and data offsets. */
+struct meta_geometry {
+	int level;
+	char layout[32];
+	uint64_t chunk_bytes;  /* 0: the level has none (RAID 1) */
+	uint64_t member_bytes; /* each member's data area */
+	uint64_t data_offset[RAID_MAX_MEMBERS];
+};
+
+/*
+ * Read the members' superblocks and assemble.  On success the members
+ * are in role order (*nr may shrink: spares and stale members are left
+ * out and closed), *geo holds the geometry and *meta the state (free it
+ * with meta_free).  -ENOENT: no member has an md superblock (raw mode
+ * may serve them).  Any other refusal is logged naming the member and
+ * the reason.  Settings given in cfg must agree with the superblocks.
+ */
+int meta_assemble(const struct raid_config *cfg, struct raid_member *m,
+		  unsigned *nr, struct meta_geometry *geo,
+		  struct raid_meta **meta);
+void meta_free(struct raid_meta *meta);
+
+/*
+ * Read one member's superblock (the newest of 1.2, 1.1, 1.0 found at its
+ * place).  0, -ENOENT (none), or -EINVAL/-EBADMSG (a damaged one, why set).
+ */
+int meta_read(struct raid_member *m, struct meta_member *out, char *why,
+	      size_t whylen);
+/* Write sbs[i] to members[i] at sectors[i], all with FUA; 0 or -errno. */
+int meta_write(struct raid_member *members, const struct meta_member *mm,
+	       unsigned nr);
+
+/* Nanoseconds on the monotonic clock. */
+uint64_t meta_now_ns(void);
+
+#endif
