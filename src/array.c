@@ -784,6 +784,23 @@ open_md(const struct raid_config *cfg, struct raid_member *m, unsigned *nr,
 }
 
 int
+array_assemble(const struct raid_config *cfg, struct raid_member *m,
+	       unsigned *nr, struct raid_array **out)
+{
+	int r = open_md(cfg, m, nr, out);
+	struct raid_config raw = *cfg;
+
+	if (r == 1) {
+		raw.nr_members = *nr; /* the members given, however given */
+		r = raid_config_check_raw(&raw);
+		if (r == 0) {
+			r = array_create(&raw, m, *nr, NULL, out);
+		}
+	}
+	return r;
+}
+
+int
 raid_open(const struct raid_config *cfg, struct raid_array **out)
 {
 	unsigned i = 0, nr = cfg->nr_members;
@@ -806,13 +823,7 @@ raid_open(const struct raid_config *cfg, struct raid_array **out)
 			goto err;
 		}
 	}
-	r = open_md(cfg, m, &nr, out);
-	if (r == 1) {
-		r = raid_config_check_raw(cfg);
-		if (r == 0) {
-			r = array_create(cfg, m, nr, NULL, out);
-		}
-	}
+	r = array_assemble(cfg, m, &nr, out);
 	i = nr; /* assembly closed the members it left out */
 	if (r == 0) {
 		(*out)->owns_members = true;

@@ -76,6 +76,15 @@ void state_stop(struct raid_array *a);
 int state_close(struct raid_array *a);
 
 /*
+ * Assemble an array over members already open, in the order given: from
+ * their md superblocks (then in role order, *nr less the members left out,
+ * which are closed), or from the settings (raw).  raid_open's work after
+ * opening the members; tests give it memory members.
+ */
+int array_assemble(const struct raid_config *cfg, struct raid_member *m,
+		   unsigned *nr, struct raid_array **out);
+
+/*
  * Assemble an array over members already open, in role order (tests use
  * memory members).  data_offsets: each member's data offset in bytes, or
  * NULL for cfg->data_offset on every member.

@@ -538,13 +538,20 @@ geometry_sizes(struct assembly *as, const int *by_role,
 		     geo->member_bytes, " bytes");
 }
 
-/* Put the members in role order; close and drop the ones left out. */
-static void
+/*
+ * Put the members in role order; the ones left out go after them, closed
+ * (each member stays in the array once, so its owner can free them all).
+ */
+static int
 reorder(struct assembly *as, const int *by_role, unsigned roles,
 	struct meta_member *keep)
 {
 	struct raid_member *sorted = calloc(as->nr, sizeof(*sorted));
+	unsigned tail = roles;
 
+	if (!sorted) {
+		return -ENOMEM;
+	}
 	for (unsigned r = 0; r < roles; r++) {
 		sorted[r] = as->m[by_role[r]];
 		sorted[r].role = r;
@@ -558,11 +565,13 @@ reorder(struct assembly *as, const int *by_role, unsigned roles,
 		}
 		if (!used) {
 			member_close(&as->m[i]);
+			sorted[tail++] = as->m[i];
 		}
 	}
-	memcpy(as->m, sorted, roles * sizeof(*sorted));
+	memcpy(as->m, sorted, as->nr * sizeof(*sorted));
 	free(sorted);
 	as->nr = roles;
+	return 0;
 }
 
 static struct raid_meta *
@@ -640,7 +649,11 @@ meta_assemble(const struct raid_config *cfg, struct raid_member *m,
 		meta->bitmap = fresh->feature_map & MD_FEATURE_BITMAP_OFFSET;
 		meta->stay_dirty = fresh->resync_offset != MD_RESYNC_DONE;
 		atomic_init(&meta->dirty, meta->stay_dirty);
-		reorder(&as, by_role, fresh->raid_disks, meta->members);
+		r = reorder(&as, by_role, fresh->raid_disks, meta->members);
+	}
+	if (r < 0) {
+		meta_free(meta);
+	} else {
 		*nr = as.nr;
 		*out = meta;
 		if (meta->stay_dirty) {

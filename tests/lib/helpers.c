@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -13,6 +14,7 @@
 uint64_t t_rand_state = T_SEED_DEFAULT;
 static uint64_t base_seed = T_SEED_DEFAULT;
 char t_last_error[T_LAST_ERROR_MAX];
+char t_errors[T_ERRORS_MAX];
 
 void
 t_fill_random(void *p, uint64_t len)
@@ -55,6 +57,7 @@ t_reset(void)
 {
 	t_rand_state = base_seed;
 	t_last_error[0] = '\0';
+	t_errors[0] = '\0';
 }
 
 int
@@ -69,6 +72,11 @@ void
 t_capture_log(enum raid_log_level lvl, const char *fmt, va_list ap)
 {
 	if (lvl == RAID_LOG_ERROR) {
+		size_t at = strlen(t_errors);
+
 		vsnprintf(t_last_error, sizeof(t_last_error), fmt, ap);
+		if (at + strlen(t_last_error) + 2 <= sizeof(t_errors)) {
+			strcat(strcat(t_errors, t_last_error), "\n");
+		}
 	}
 }

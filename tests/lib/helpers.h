@@ -47,7 +47,12 @@ void t_reset(void);
 /* cmocka setup for cases without a fixture: t_reset(). */
 int t_setup(void **state);
 
-/* A log sink keeping the last error message in t_last_error. */
+/*
+ * A log sink keeping the last error message in t_last_error, and every
+ * error since t_reset() (one per line, as many as fit) in t_errors.
+ */
+#define T_ERRORS_MAX 8192
+extern char t_errors[T_ERRORS_MAX];
 #define T_LAST_ERROR_MAX 8192
 extern char t_last_error[T_LAST_ERROR_MAX];
 void t_capture_log(enum raid_log_level lvl, const char *fmt, va_list ap);

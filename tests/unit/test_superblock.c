@@ -23,71 +23,15 @@
 #include <cmocka.h>
 
 #include "helpers.h"
+#include "md_data.h"
 #include "superblock.h"
-
-#ifndef NBDRAID_TEST_DATA
-#error "NBDRAID_TEST_DATA (the source tree's tests/data) is set by CMake"
-#endif
-#define MD_DATA NBDRAID_TEST_DATA "/md"
-
-/* mdadm's superblocks: case name and member count (tests/data/md/make.sh). */
-static const struct {
-	const char *name;
-	unsigned members;
-} md_cases[] = {
-	{ "raid5-ls-x4", 4 },
-	{ "raid1-x2-bitmap", 2 },
-	{ "raid1-x2-v1.0", 2 },
-	{ "raid10-n2-x4-v1.1", 4 },
-	{ "raid0-x3", 3 },
-	{ "raid10-f2-x3-bitmap", 3 },
-	{ "raid5-ra-x3-v1.0-bitmap", 3 },
-};
-
-static size_t
-read_file(const char *path, void *buf, size_t len)
-{
-	FILE *f = fopen(path, "rb");
-	size_t n;
-
-	if (!f) {
-		print_error("%s: cannot open\n", path);
-		fail();
-	}
-	n = fread(buf, 1, len, f);
-	fclose(f);
-	return n;
-}
-
-/* The value mdadm --examine printed for key ("Raid Level"), or NULL. */
-static const char *
-examine(const char *text, const char *key, char *val, size_t len)
-{
-	char pat[64];
-	const char *at = text;
-	size_t n;
-
-	snprintf(pat, sizeof(pat), "%s : ", key);
-	/* The key starts its line, after the spaces that right-align it. */
-	while ((at = strstr(at, pat)) && at > text && at[-1] != ' ' &&
-	       at[-1] != '\n') {
-		at++;
-	}
-	if (!at) {
-		return NULL;
-	}
-	at += strlen(pat);
-	n = strcspn(at, "\n");
-	snprintf(val, len, "%.*s", (int)n, at);
-	return val;
-}
 
 static unsigned long long
 examine_num(const char *text, const char *key)
 {
 	char val[128];
 
-	assert_non_null(examine(text, key, val, sizeof(val)));
+	assert_non_null(md_examine(text, key, val, sizeof(val)));
 	return strtoull(val, NULL, 0);
 }
 
@@ -115,55 +59,55 @@ check_against_examine(const struct md_sb *sb, const char *text)
 {
 	char val[128], uuid[40];
 
-	assert_non_null(examine(text, "Version", val, sizeof(val)));
+	assert_non_null(md_examine(text, "Version", val, sizeof(val)));
 	assert_int_equal(val[2] - '0', md_sb_minor(sb->super_offset));
 	assert_int_equal(examine_num(text, "Feature Map"), sb->feature_map);
 	uuid_text(sb->set_uuid, uuid);
-	assert_string_equal(examine(text, "Array UUID", val, sizeof(val)),
+	assert_string_equal(md_examine(text, "Array UUID", val, sizeof(val)),
 			    uuid);
 	uuid_text(sb->device_uuid, uuid);
-	assert_string_equal(examine(text, "Device UUID", val, sizeof(val)),
+	assert_string_equal(md_examine(text, "Device UUID", val, sizeof(val)),
 			    uuid);
 	/* mdadm may add "  (local to host ...)". */
-	examine(text, "Name", val, sizeof(val));
+	md_examine(text, "Name", val, sizeof(val));
 	val[strcspn(val, " ")] = '\0';
 	assert_string_equal(val, sb->set_name);
-	assert_string_equal(examine(text, "Raid Level", val, sizeof(val)),
+	assert_string_equal(md_examine(text, "Raid Level", val, sizeof(val)),
 			    level_text(sb->level));
 	assert_int_equal(examine_num(text, "Raid Devices"), sb->raid_disks);
 	assert_int_equal(examine_num(text, "Avail Dev Size"), sb->data_size);
-	if (examine(text, "Used Dev Size", val, sizeof(val))) {
+	if (md_examine(text, "Used Dev Size", val, sizeof(val))) {
 		assert_int_equal(strtoull(val, NULL, 10), sb->size);
 	} else if (sb->level == 0) {
 		assert_int_equal(sb->size, 0); /* RAID 0 uses data_size */
 	} else {
 		assert_int_equal(sb->size, sb->data_size);
 	}
-	if (examine(text, "Data Offset", val, sizeof(val))) {
+	if (md_examine(text, "Data Offset", val, sizeof(val))) {
 		assert_int_equal(strtoull(val, NULL, 10), sb->data_offset);
 	} else {
 		assert_int_equal(sb->data_offset, 0); /* 1.0 */
 	}
 	assert_int_equal(examine_num(text, "Super Offset"), sb->super_offset);
-	assert_string_equal(examine(text, "State", val, sizeof(val)),
+	assert_string_equal(md_examine(text, "State", val, sizeof(val)),
 			    sb->resync_offset == MD_RESYNC_DONE ? "clean"
 								: "active");
 	assert_int_equal(examine_num(text, "Events"), sb->events);
-	if (examine(text, "Chunk Size", val, sizeof(val))) {
+	if (md_examine(text, "Chunk Size", val, sizeof(val))) {
 		assert_int_equal(strtoull(val, NULL, 10) * 2, sb->chunksize);
 	} else {
 		assert_int_equal(sb->chunksize, 0); /* RAID 1 */
 	}
 	if (sb->feature_map & MD_FEATURE_BITMAP_OFFSET) {
-		assert_int_equal(strtoll(examine(text, "Internal Bitmap", val,
-						 sizeof(val)),
+		assert_int_equal(strtoll(md_examine(text, "Internal Bitmap",
+						    val, sizeof(val)),
 					 NULL, 10),
 				 sb->bitmap_offset);
 	}
-	examine(text, "Checksum", val, sizeof(val));
+	md_examine(text, "Checksum", val, sizeof(val));
 	assert_int_equal(strtoul(val, NULL, 16), sb->sb_csum);
 	assert_non_null(strstr(val, "correct"));
-	examine(text, "Device Role", val, sizeof(val));
+	md_examine(text, "Device Role", val, sizeof(val));
 	snprintf(uuid, sizeof(uuid), "Active device %u", md_sb_role(sb));
 	assert_string_equal(val, uuid);
 }
@@ -172,33 +116,26 @@ check_against_examine(const struct md_sb *sb, const char *text)
 static void
 test_superblock_matches_mdadm(void **state)
 {
-	static uint8_t raw[MD_SB_BYTES], again[MD_SB_BYTES];
-	static char text[8192];
+	static uint8_t again[MD_SB_BYTES];
+	static struct md_case c;
 	static struct md_sb sb;
-	char path[512], why[160];
+	char why[160];
 
 	(void)state;
-	for (size_t c = 0; c < sizeof(md_cases) / sizeof(md_cases[0]); c++) {
-		for (unsigned d = 0; d < md_cases[c].members; d++) {
-			size_t n;
-
-			snprintf(path, sizeof(path), "%s/%s.d%u.sb", MD_DATA,
-				 md_cases[c].name, d);
-			assert_int_equal(read_file(path, raw, sizeof(raw)),
-					 MD_SB_BYTES);
-			snprintf(path, sizeof(path), "%s/%s.d%u.examine",
-				 MD_DATA, md_cases[c].name, d);
-			n = read_file(path, text, sizeof(text) - 1);
-			text[n] = '\0';
-			if (md_sb_decode(raw, sizeof(raw), &sb, why,
+	for (unsigned k = 0; k < md_case_count; k++) {
+		md_case_load(md_case_names[k], &c);
+		for (unsigned d = 0; d < c.members; d++) {
+			if (md_sb_decode(c.sb[d], MD_SB_BYTES, &sb, why,
 					 sizeof(why)) != 0) {
-				print_error("%s: %s\n", path, why);
+				print_error("%s member %u: %s\n", c.name, d,
+					    why);
 				fail();
 			}
-			check_against_examine(&sb, text);
+			check_against_examine(&sb, c.examine[d]);
 			assert_int_equal(md_sb_role(&sb), d);
+			assert_int_equal(sb.super_offset, c.sb_sector);
 			md_sb_encode(&sb, again);
-			assert_memory_equal(again, raw,
+			assert_memory_equal(again, c.sb[d],
 					    MD_SB_FIXED + 2 * sb.max_dev);
 		}
 	}

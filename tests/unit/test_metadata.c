@@ -1,0 +1,523 @@
+/*
+ * test_metadata.c: assembly from md superblocks (src/metadata.c) and the
+ * clean/active state in them (src/array_state.c), over memory members.
+ *
+ * The members carry the superblocks mdadm itself wrote (tests/data/md),
+ * at the places mdadm put them, given in a shuffled order: the array must
+ * come out as md sees it (size, level, layout, the member in each role),
+ * read and write byte-exact, and carry md's state across writes, the
+ * clean delay and close.  Then every refusal, each naming the member and
+ * the reason, made by editing those superblocks as a fault would.
+ */
+#undef NDEBUG
+#include <assert.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "array.h"
+#include "helpers.h"
+#include "md_data.h"
+#include "mem_backend.h"
+#include "metadata.h"
+#include "superblock.h"
+
+#define MiB (1u << 20)
+
+/* An md array over memory members: the superblocks of a case, shuffled. */
+struct md_array {
+	struct md_case c;
+	struct raid_config cfg;
+	struct raid_member *m;
+	unsigned n;			     /* members made */
+	unsigned nr;			     /* members the array kept */
+	unsigned given[MD_DATA_MAX_MEMBERS]; /* position of mdadm's member d */
+	/* mdadm's member d's memory (assembly reorders x->m by role). */
+	struct mem_member *mm[MD_DATA_MAX_MEMBERS];
+	struct raid_array *a;
+};
+
+/* The bytes at a sector of mdadm's member d. */
+static uint8_t *
+at_sector(struct md_array *x, unsigned d, int64_t sector)
+{
+	return x->mm[d]->data + sector * RAID_SECTOR_BYTES;
+}
+
+/* Members of the case's size, each holding mdadm's member d's blocks. */
+static void
+md_members(struct md_array *x, const char *name)
+{
+	md_case_load(name, &x->c);
+	raid_config_init(&x->cfg);
+	x->n = x->c.members;
+	x->m = mem_members_create(x->n, x->c.member_bytes);
+	for (unsigned d = 0; d < x->n; d++) {
+		x->given[d] = (d + 1) % x->n; /* a shuffle: roles rotated */
+	}
+	for (unsigned d = 0; d < x->n; d++) {
+		x->mm[d] = mem_of(&x->m[x->given[d]]);
+		memcpy(at_sector(x, d, x->c.sb_sector), x->c.sb[d],
+		       MD_SB_BYTES);
+		if (x->c.bitmap) {
+			memcpy(at_sector(x, d,
+					 x->c.sb_sector + x->c.bitmap_offset),
+			       x->c.bm[d], MD_SB_BYTES);
+		}
+	}
+}
+
+static int
+md_assemble(struct md_array *x)
+{
+	x->nr = x->n;
+	t_last_error[0] = '\0';
+	t_errors[0] = '\0';
+	return array_assemble(&x->cfg, x->m, &x->nr, &x->a);
+}
+
+static void
+md_close(struct md_array *x)
+{
+	raid_close(x->a);
+	x->a = NULL;
+	mem_members_free(x->m, x->n);
+	x->m = NULL;
+	raid_config_free(&x->cfg);
+}
+
+/* The superblock of mdadm's member d, decoded from where it is now. */
+static void
+sb_now(struct md_array *x, unsigned d, struct md_sb *sb)
+{
+	char why[160];
+
+	assert_int_equal(md_sb_decode(at_sector(x, d, x->c.sb_sector),
+				      MD_SB_BYTES, sb, why, sizeof(why)),
+			 0);
+}
+
+/* Edit member d's superblock as a fault would, checksum kept right. */
+static void
+sb_edit(struct md_array *x, unsigned d, void (*edit)(struct md_sb *sb))
+{
+	static struct md_sb sb;
+
+	sb_now(x, d, &sb);
+	edit(&sb);
+	md_sb_encode(&sb, at_sector(x, d, x->c.sb_sector));
+}
+
+/* What mdadm says the array's size is (RAID 0: it prints none). */
+static uint64_t
+md_array_bytes(const struct md_case *c)
+{
+	char val[128];
+	struct md_sb sb;
+
+	if (md_examine(c->examine[0], "Array Size", val, sizeof(val))) {
+		return strtoull(val, NULL, 10) * 1024;
+	}
+	assert_int_equal(
+		md_sb_decode(c->sb[0], MD_SB_BYTES, &sb, val, sizeof(val)), 0);
+	return c->members * ((sb.data_size / sb.chunksize) * sb.chunksize) *
+	       RAID_SECTOR_BYTES;
+}
+
+/*
+ * Every array mdadm made assembles from its members in any order: md's
+ * size, level and layout, and each role on the member mdadm gave it; it
+ * reads back what it writes.
+ */
+static void
+test_metadata_assembles_mdadm_arrays(void **state)
+{
+	static struct md_array x;
+	uint8_t *buf = malloc(MiB), *got = malloc(MiB);
+
+	(void)state;
+	for (unsigned k = 0; k < md_case_count; k++) {
+		struct raid_info info;
+		char val[128];
+
+		md_members(&x, md_case_names[k]);
+		if (md_assemble(&x) != 0) {
+			print_error("%s: %s\n", x.c.name, t_last_error);
+			fail();
+		}
+		raid_get_info(x.a, &info);
+		assert_int_equal(info.size, md_array_bytes(&x.c));
+		md_examine(x.c.examine[0], "Raid Level", val, sizeof(val));
+		assert_int_equal(info.level, atoi(val + 4));
+		if (md_examine(x.c.examine[0], "Layout", val, sizeof(val)) &&
+		    info.level == 5) {
+			assert_string_equal(info.layout, val);
+		}
+		assert_int_equal(x.nr, x.c.members);
+		for (unsigned d = 0; d < x.n; d++) {
+			/* Role d is the memory member that got d's blocks. */
+			assert_ptr_equal(x.a->members[d].priv, x.mm[d]);
+		}
+		t_fill_random(buf, MiB);
+		assert_int_equal(raid_pwrite(x.a, buf, MiB, 4096 + 17, 0), 0);
+		assert_int_equal(raid_pread(x.a, got, MiB, 4096 + 17, 0), 0);
+		assert_memory_equal(got, buf, MiB);
+		md_close(&x);
+	}
+	free(buf);
+	free(got);
+}
+
+/*
+ * md's state: the first write marks every superblock active (resync
+ * offset 0, events + 1, written with FUA) before it returns; 200 ms after
+ * the last write the members are flushed and marked clean (events + 1);
+ * a write then marks active again; close marks clean.
+ */
+static void
+test_metadata_active_then_clean(void **state)
+{
+	static struct md_array x;
+	struct md_sb sb;
+	uint64_t events0, t;
+	char buf[4096] = { 1 };
+
+	(void)state;
+	md_members(&x, "raid5-ls-x4");
+	assert_int_equal(md_assemble(&x), 0);
+	sb_now(&x, 0, &sb);
+	events0 = sb.events;
+	assert_int_equal(sb.resync_offset, MD_RESYNC_DONE);
+	assert_int_equal(raid_pwrite(x.a, buf, sizeof(buf), 0, 0), 0);
+	for (unsigned d = 0; d < x.n; d++) {
+		sb_now(&x, d, &sb);
+		assert_int_equal(sb.resync_offset, 0);
+		assert_int_equal(sb.events, events0 + 1);
+		assert_true(x.mm[d]->fua_writes >= 1);
+	}
+	/* Not before the delay, nor while a write is in flight. */
+	t = atomic_load(&x.a->meta->last_write_ns);
+	assert_true(state_tick(x.a, t + META_CLEAN_DELAY_NS / 2) > 0);
+	atomic_fetch_add(&x.a->meta->writes, 1);
+	assert_true(state_tick(x.a, t + 2 * META_CLEAN_DELAY_NS) > 0);
+	atomic_fetch_sub(&x.a->meta->writes, 1);
+	sb_now(&x, 0, &sb);
+	assert_int_equal(sb.resync_offset, 0);
+	for (unsigned d = 0; d < x.n; d++) {
+		x.mm[d]->count[IO_FLUSH] = 0;
+	}
+	assert_int_equal(state_tick(x.a, t + META_CLEAN_DELAY_NS), 0);
+	for (unsigned d = 0; d < x.n; d++) {
+		sb_now(&x, d, &sb);
+		assert_int_equal(sb.resync_offset, MD_RESYNC_DONE);
+		assert_int_equal(sb.events, events0 + 2);
+		assert_true(x.mm[d]->count[IO_FLUSH] >= 1);
+	}
+	/* Active again for the next write; clean again at close. */
+	assert_int_equal(raid_zero(x.a, 100, 5000, 0), 0);
+	sb_now(&x, 1, &sb);
+	assert_int_equal(sb.resync_offset, 0);
+	assert_int_equal(sb.events, events0 + 3);
+	raid_close(x.a);
+	x.a = NULL;
+	for (unsigned d = 0; d < x.n; d++) {
+		sb_now(&x, d, &sb);
+		assert_int_equal(sb.resync_offset, MD_RESYNC_DONE);
+		assert_int_equal(sb.events, events0 + 4);
+	}
+	md_close(&x);
+}
+
+static void
+make_active(struct md_sb *sb)
+{
+	sb->resync_offset = 0;
+}
+
+/*
+ * An array found active (not shut down cleanly) stays active: it needs
+ * md's resync, which marking it clean would erase.
+ */
+static void
+test_metadata_found_active_stays_active(void **state)
+{
+	static struct md_array x;
+	struct md_sb sb;
+	char buf[512] = { 7 };
+
+	(void)state;
+	md_members(&x, "raid1-x2-v1.0");
+	for (unsigned d = 0; d < x.n; d++) {
+		sb_edit(&x, d, make_active);
+	}
+	assert_int_equal(md_assemble(&x), 0);
+	assert_non_null(strstr(t_errors, "not shut down cleanly"));
+	assert_int_equal(raid_pwrite(x.a, buf, sizeof(buf), 0, 0), 0);
+	assert_int_equal(state_tick(x.a, UINT64_MAX / 2), 0);
+	raid_close(x.a);
+	x.a = NULL;
+	for (unsigned d = 0; d < x.n; d++) {
+		sb_now(&x, d, &sb);
+		assert_int_equal(sb.resync_offset, 0);
+	}
+	md_close(&x);
+}
+
+/*
+ * An md bitmap is marked stale on every member before the first write, so
+ * md resyncs everything after an unclean stop and no bit calls a written
+ * chunk clean.
+ */
+static void
+test_metadata_bitmap_marked_stale(void **state)
+{
+	static const char *const cases[] = { "raid1-x2-bitmap",
+					     "raid10-f2-x3-bitmap",
+					     "raid5-ra-x3-v1.0-bitmap" };
+	static struct md_array x;
+	char buf[512] = { 3 };
+
+	(void)state;
+	for (unsigned k = 0; k < 3; k++) {
+		md_members(&x, cases[k]);
+		assert_int_equal(md_assemble(&x), 0);
+		for (unsigned d = 0; d < x.n; d++) {
+			assert_false(md_bitmap_is_stale(
+				at_sector(&x, d,
+					  x.c.sb_sector + x.c.bitmap_offset),
+				MD_SB_BYTES));
+		}
+		assert_int_equal(raid_pwrite(x.a, buf, sizeof(buf), 512, 0), 0);
+		for (unsigned d = 0; d < x.n; d++) {
+			assert_true(md_bitmap_is_stale(
+				at_sector(&x, d,
+					  x.c.sb_sector + x.c.bitmap_offset),
+				MD_SB_BYTES));
+		}
+		md_close(&x);
+	}
+}
+
+/* ---- refusals ---------------------------------------------------------- */
+
+/* Assembly is refused with an error that says `why`. */
+static void
+expect_refused(struct md_array *x, const char *why)
+{
+	int r = md_assemble(x);
+
+	if (r == 0 || !strstr(t_errors, why)) {
+		print_error("%s: assembled %d, errors '%s', want '%s'\n",
+			    x->c.name, r, t_errors, why);
+		fail();
+	}
+	assert_null(x->a);
+}
+
+static void
+bump_events(struct md_sb *sb)
+{
+	sb->events += 5;
+}
+
+static void
+feature_unknown(struct md_sb *sb)
+{
+	sb->feature_map |= 0x4000;
+}
+
+static void
+feature_ppl(struct md_sb *sb)
+{
+	sb->feature_map |= MD_FEATURE_PPL;
+}
+
+static void
+other_uuid(struct md_sb *sb)
+{
+	sb->set_uuid[5] ^= 0xff;
+}
+
+static void
+other_chunk(struct md_sb *sb)
+{
+	sb->chunksize *= 2;
+}
+
+static void
+role_of_member0(struct md_sb *sb)
+{
+	sb->dev_number = 0;
+}
+
+static void
+member3_faulty(struct md_sb *sb)
+{
+	sb->dev_roles[3] = MD_ROLE_FAULTY;
+	sb->events += 1;
+}
+
+static void
+recovering(struct md_sb *sb)
+{
+	sb->feature_map |= MD_FEATURE_RECOVERY_OFFSET;
+	sb->recovery_offset = 2048;
+}
+
+/* Each refusal names the member and the reason. */
+static void
+test_metadata_refusals(void **state)
+{
+	static struct md_array x;
+
+	(void)state;
+	/* A bad checksum. */
+	md_members(&x, "raid5-ls-x4");
+	at_sector(&x, 1, x.c.sb_sector)[40] ^= 1;
+	expect_refused(&x, "checksum");
+	md_close(&x);
+	/* Members of another array. */
+	md_members(&x, "raid5-ls-x4");
+	sb_edit(&x, 2, other_uuid);
+	expect_refused(&x, "of array UUID");
+	md_close(&x);
+	/* The same array, but a field differs. */
+	md_members(&x, "raid5-ls-x4");
+	sb_edit(&x, 3, other_chunk);
+	expect_refused(&x, "chunk size differs");
+	md_close(&x);
+	/* Two members claim one role. */
+	md_members(&x, "raid5-ls-x4");
+	sb_edit(&x, 2, role_of_member0);
+	expect_refused(&x, "both claim role 0");
+	md_close(&x);
+	/* Feature bits: unknown, and known but not honoured. */
+	md_members(&x, "raid5-ls-x4");
+	sb_edit(&x, 0, feature_unknown);
+	expect_refused(&x, "feature bits 0x4000");
+	md_close(&x);
+	md_members(&x, "raid5-ls-x4");
+	sb_edit(&x, 1, feature_ppl);
+	expect_refused(&x, "'partial parity log'");
+	md_close(&x);
+	/* A member left behind: stale, so the array is degraded. */
+	md_members(&x, "raid5-ls-x4");
+	for (unsigned d = 0; d < 3; d++) {
+		sb_edit(&x, d, bump_events);
+	}
+	expect_refused(&x, "degraded: no working member for role 3");
+	md_close(&x);
+	/* One missing. */
+	md_members(&x, "raid10-n2-x4-v1.1");
+	x.n = 3; /* the last made (mdadm's member 2, given[2] = 3) not given */
+	expect_refused(&x, "degraded: no working member for role 2");
+	x.n = 4;
+	md_close(&x);
+	/* The superblocks record a failed member. */
+	md_members(&x, "raid10-n2-x4-v1.1");
+	for (unsigned d = 0; d < 3; d++) {
+		sb_edit(&x, d, member3_faulty);
+	}
+	expect_refused(&x, "record a failed member");
+	md_close(&x);
+	/* A member being rebuilt. */
+	md_members(&x, "raid1-x2-bitmap");
+	sb_edit(&x, 1, recovering);
+	expect_refused(&x, "was being rebuilt");
+	md_close(&x);
+	/* Some members with a superblock, one without. */
+	md_members(&x, "raid5-ls-x4");
+	memset(at_sector(&x, 2, x.c.sb_sector), 0, MD_SB_BYTES);
+	expect_refused(&x, "no md superblock, where the other members");
+	md_close(&x);
+}
+
+/* force=true takes a stale member back, as mdadm --assemble --force. */
+static void
+test_metadata_force_takes_stale_back(void **state)
+{
+	static struct md_array x;
+
+	(void)state;
+	md_members(&x, "raid5-ls-x4");
+	for (unsigned d = 0; d < 3; d++) {
+		sb_edit(&x, d, bump_events);
+	}
+	x.cfg.force = true;
+	assert_int_equal(md_assemble(&x), 0);
+	assert_int_equal(x.nr, 4);
+	md_close(&x);
+}
+
+/* Settings given must agree with the superblocks; equal ones are fine. */
+static void
+test_metadata_settings_must_agree(void **state)
+{
+	static const struct {
+		const char *key, *value, *why;
+	} cases[] = {
+		{ "level", "1",
+		  "level=1 given, but the superblocks say raid5" },
+		{ "layout", "ra", "layout=ra given" },
+		{ "chunk", "128K", "chunk=131072 given" },
+		{ "data-offset", "1024s", "data-offset=524288 bytes given" },
+		{ "member-size", "8M", "member-size=8388608 bytes given" },
+	};
+	static struct md_array x;
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		md_members(&x, "raid5-ls-x4");
+		assert_int_equal(
+			raid_config_set(&x.cfg, cases[i].key, cases[i].value),
+			0);
+		expect_refused(&x, cases[i].why);
+		md_close(&x);
+	}
+	md_members(&x, "raid5-ls-x4");
+	assert_int_equal(raid_config_set(&x.cfg, "level", "5"), 0);
+	assert_int_equal(raid_config_set(&x.cfg, "layout", "left-symmetric"),
+			 0);
+	assert_int_equal(raid_config_set(&x.cfg, "chunk", "64K"), 0);
+	assert_int_equal(raid_config_set(&x.cfg, "data-offset", "2048s"), 0);
+	assert_int_equal(md_assemble(&x), 0);
+	md_close(&x);
+	/* metadata=none ignores superblocks; metadata=md requires them. */
+	md_members(&x, "raid5-ls-x4");
+	assert_int_equal(raid_config_set(&x.cfg, "metadata", "none"), 0);
+	assert_int_equal(raid_config_set(&x.cfg, "level", "0"), 0);
+	assert_int_equal(md_assemble(&x), 0);
+	assert_null(x.a->meta);
+	md_close(&x);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_metadata_assembles_mdadm_arrays,
+				       t_setup),
+		cmocka_unit_test_setup(test_metadata_active_then_clean,
+				       t_setup),
+		cmocka_unit_test_setup(test_metadata_found_active_stays_active,
+				       t_setup),
+		cmocka_unit_test_setup(test_metadata_bitmap_marked_stale,
+				       t_setup),
+		cmocka_unit_test_setup(test_metadata_refusals, t_setup),
+		cmocka_unit_test_setup(test_metadata_force_takes_stale_back,
+				       t_setup),
+		cmocka_unit_test_setup(test_metadata_settings_must_agree,
+				       t_setup),
+	};
+
+	t_init();
+	raid_set_log(t_capture_log);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
