@@ -695,6 +695,9 @@ array_geometry(struct raid_array *a, const struct raid_config *cfg,
 	if (r == 0) {
 		r = member_overlap_check(a->members, a->nr_members);
 	}
+	for (unsigned i = 0; i < a->nr_members && r == 0; i++) {
+		r = member_claim(&a->members[i]);
+	}
 	if (r == 0) {
 		r = array_alignment(a);
 	}

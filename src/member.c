@@ -110,6 +110,76 @@ member_open_fd(struct raid_member *m, bool direct, bool read_only)
 	return m->fd < 0 ? -errno : 0;
 }
 
+/*
+ * A block device is claimed by opening it again with O_EXCL (which fails
+ * with EBUSY while it is mounted, in a running md array or open so by
+ * another nbdraid) in place of the first fd.
+ */
+static int
+claim_blk(struct raid_member *m)
+{
+	int flags = fcntl(m->fd, F_GETFL);
+	int fd;
+
+	if (flags < 0) {
+		return -errno;
+	}
+	flags &= O_ACCMODE | O_DIRECT;
+	fd = open(m->path, flags | O_CLOEXEC | O_EXCL);
+	if (fd < 0) {
+		return -errno;
+	}
+	if (dup3(fd, m->fd, O_CLOEXEC) < 0) {
+		int r = -errno;
+
+		close(fd);
+		return r;
+	}
+	close(fd);
+	return 0;
+}
+
+/*
+ * A file is locked: an OFD lock on all of it, write for a served member,
+ * read for one only read.  It goes with the last fd, across nbdkit's fork.
+ */
+static int
+lock_file(struct raid_member *m)
+{
+	struct flock fl = { .l_type = m->read_only ? F_RDLCK : F_WRLCK,
+			    .l_whence = SEEK_SET };
+
+	return fcntl(m->fd, F_OFD_SETLK, &fl) == 0 ? 0 : -errno;
+}
+
+int
+member_claim(struct raid_member *m)
+{
+	int r;
+
+	if (m->fd < 0) {
+		return 0; /* memory members */
+	}
+	r = m->is_blk ? claim_blk(m) : lock_file(m);
+	if (r == -EBUSY && m->is_blk) {
+		raid_error(
+			"member %u (%s): in use (mounted, in a running md array, or served by another nbdraid)",
+			m->role, m->path);
+		return r;
+	}
+	if (r == -EAGAIN || r == -EACCES) {
+		raid_error(
+			"member %u (%s): in use by another nbdraid (it holds the file's lock)",
+			m->role, m->path);
+		return -EBUSY;
+	}
+	if (r < 0) {
+		raid_error("member %u (%s): claim: %s", m->role, m->path,
+			   strerror(-r));
+	}
+	return r;
+}
+
 int
 member_open(struct raid_member *m, unsigned role, const char *path, bool direct,
 	    bool read_only, enum raid_io_mode io)
