@@ -102,7 +102,96 @@ struct raid_check_result {
 };
 /* "none", "stripe", "chunk": the unit's name in messages and JSON. */
 const char *raid_check_unit_name(enum raid_check_unit unit);
+
+/* Progress of a long pass: units (or bytes) done of total. */
+typedef void (*raid_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+
+/*
+ * Make redundancy consistent offline, md's "repair": RAID 5 parity
+ * rewritten from the data, a mirror's other copies from its first, where
+ * they disagree (res counts those units, as md's mismatch_cnt).  Units
+ * that are holes on every member are skipped.
+ */
+int raid_repair(struct raid_array *a, struct raid_check_result *res,
+		raid_progress_fn progress, void *ctx);
 int raid_check(struct raid_array *a, struct raid_check_result *res);
+
+/*
+ * Create an array on its members, as `mdadm --create` does: md v1.x
+ * superblocks (docs/metadata.md), redundancy consistent when it returns
+ * (docs/nbdraid.md).  Refuses members in use, overlapping, too small, or
+ * holding any signature (an md superblock, a filesystem, a partition
+ * table ...) unless force.  Progress reports the initial sync, if any.
+ */
+struct raid_create_spec {
+	int level;	      /* 0, 1, 5, 10 */
+	const char *layout;   /* NULL: the level's default */
+	uint64_t chunk_bytes; /* 0: RAID_DEFAULT_CHUNK (RAID 1: none) */
+	const char *name;     /* NULL: "nbdraid" */
+	const char *homehost; /* NULL: this host's name */
+	uint64_t member_size; /* bytes of each member to use; 0: all */
+	unsigned minor;	      /* superblock 1.minor: 2 (default), 1, 0 */
+	bool assume_clean;    /* write no parity or copies */
+	bool force;	      /* overwrite signatures found on members */
+	bool direct;	      /* open members O_DIRECT */
+	char *const *members; /* role order */
+	unsigned nr_members;
+};
+struct raid_create_result {
+	uint8_t uuid[16];
+	char name[33];	       /* set_name as written ("host:name") */
+	char layout[32];       /* the layout's name, "" for none */
+	uint64_t member_bytes; /* each member's data area in use */
+	uint64_t data_offset;  /* where it starts */
+	bool synced;	       /* parity or copies were written */
+};
+int raid_create(const struct raid_create_spec *spec, raid_progress_fn progress,
+		void *ctx, struct raid_create_result *out);
+
+/*
+ * One member's md superblock in words, as `mdadm --examine` shows it.
+ * Units are md's: sectors of 512 bytes, unless the name says bytes.
+ */
+#define RAID_ROLE_SPARE	   0xffffu
+#define RAID_ROLE_FAULTY   0xfffeu
+#define RAID_EXAMINE_ROLES 1920
+struct raid_examine {
+	unsigned minor; /* superblock version 1.minor */
+	uint32_t feature_map;
+	uint8_t uuid[16];	 /* the array's */
+	uint8_t device_uuid[16]; /* this member's */
+	char name[33];		 /* "host:name" */
+	uint64_t ctime, utime;	 /* seconds since the epoch */
+	int level;		 /* md's number: 0, 1, 4, 5, 6, 10, -1 ... */
+	uint32_t md_layout;	 /* md's number */
+	char layout[64];	 /* its name, "" for none */
+	uint64_t chunk_bytes;	 /* 0: none (RAID 1) */
+	unsigned raid_disks;
+	uint64_t array_bytes;	  /* 0 when nbdraid cannot tell */
+	uint64_t used_sectors;	  /* md's size: Used Dev Size */
+	uint64_t data_offset;	  /* sectors */
+	uint64_t data_sectors;	  /* Avail Dev Size */
+	uint64_t super_offset;	  /* sectors */
+	uint64_t recovery_offset; /* sectors (feature 0x2) */
+	int32_t bitmap_offset;	  /* sectors from the superblock (0x1) */
+	int32_t bblog_offset;	  /* sectors from the superblock */
+	uint16_t bblog_sectors;
+	uint64_t events;
+	uint64_t resync_offset; /* UINT64_MAX: clean */
+	uint32_t checksum;	/* as stored */
+	uint32_t checksum_expected;
+	unsigned dev_number;
+	uint16_t role; /* < raid_disks, or RAID_ROLE_* */
+	unsigned max_dev;
+	uint16_t roles[RAID_EXAMINE_ROLES];
+};
+/*
+ * Read path's md superblock.  0; -EBADMSG when its checksum is wrong (ex
+ * is filled all the same); -ENOENT when it has none; another -errno, with
+ * why saying what.
+ */
+int raid_examine(const char *path, struct raid_examine *ex, char *why,
+		 size_t whylen);
 
 /* Where the bytes of one array offset live: copies of (member, offset). */
 struct raid_place {

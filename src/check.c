@@ -1,11 +1,15 @@
 /*
- * check.c: offline verification of redundancy, md's "check" action.
+ * check.c: offline verification of redundancy, md's "check" action, and
+ * its "repair".
  *
  * RAID 5: for every stripe, the XOR of all members' rows (data and parity)
  * must be zero.  RAID 1/10: every copy of every logical chunk must be
  * equal.  Rows are read in column slices of at most CHECK_SLICE bytes, all
  * members of a slice in one batch, so memory stays bounded (members x 1M).
- * The array is only read.
+ * Check only reads.  Repair rewrites what disagrees, as md does: RAID 5
+ * parity from the data, a mirror's other copies from its first.  A unit
+ * whose every place is a hole (sparse member files) is consistent
+ * without reading: holes read zero everywhere.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -14,6 +18,7 @@
 #include "array.h"
 #include "io/batch.h"
 #include "layout/parity.h"
+#include "log.h"
 #include "util.h"
 
 #define CHECK_SLICE (1u << 20)
@@ -55,56 +60,138 @@ read_places(struct raid_array *a, struct batch *b, const struct raid_loc *locs,
 	return r;
 }
 
-/* Is unit u (a stripe row, or a chunk's copies) consistent? 1, 0, -errno. */
-static int
-unit_ok(struct raid_array *a, struct batch *b, uint64_t u, uint8_t **bufs,
-	uint8_t *x)
-{
+/* One unit (a stripe row, or a chunk's copies): its places and length. */
+struct unit {
 	struct raid_loc locs[RAID_MAX_COPIES];
-	/* A mirror's last chunk may be partial (size_unit). */
-	uint64_t end = a->layout->stripe_pieces
-			       ? a->chunk_bytes
-			       : MIN(a->chunk_bytes,
-				     a->size - (u << a->g.chunk_shift));
 	unsigned n;
-	int r;
+	unsigned fix_from; /* RAID 5: the parity place; mirrors: copy 0 */
+	uint64_t len;
+};
+
+static void
+unit_places(struct raid_array *a, uint64_t u, struct unit *un)
+{
+	if (a->layout->stripe_pieces) {
+		un->n = a->nr_members;
+		for (unsigned m = 0; m < un->n; m++) {
+			un->locs[m] = (struct raid_loc){ m, u };
+		}
+		un->fix_from = a->layout->parity_member(&a->g, u);
+		un->len = a->chunk_bytes;
+		return;
+	}
+	un->n = a->layout->map(&a->g, u, un->locs);
+	un->fix_from = 0;
+	/* A mirror's last chunk may be partial (size_unit). */
+	un->len = MIN(a->chunk_bytes, a->size - (u << a->g.chunk_shift));
+}
+
+/* Is every place of the unit a hole?  Then it reads zero everywhere. */
+static bool
+unit_holes(struct raid_array *a, const struct unit *un)
+{
+	for (unsigned i = 0; i < un->n; i++) {
+		struct raid_member *m = &a->members[un->locs[i].member];
+		uint64_t run;
+		bool hole;
+
+		member_extent(m, geom_member_offset(&a->g, &un->locs[i], 0),
+			      un->len, &hole, &run);
+		if (!hole || run < un->len) {
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Does the slice agree?  x: scratch for the XOR. */
+static bool
+slice_ok(struct raid_array *a, const struct unit *un, uint8_t **bufs,
+	 uint8_t *x, uint32_t len)
+{
+	if (a->layout->stripe_pieces) {
+		parity_xor(x, (void *const *)bufs, un->n, len);
+		return !x[0] && !memcmp(x, x + 1, len - 1);
+	}
+	for (unsigned i = 1; i < un->n; i++) {
+		if (memcmp(bufs[0], bufs[i], len) != 0) {
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Rewrite the slice as md's repair: parity from data, or from copy 0. */
+static int
+slice_fix(struct raid_array *a, struct batch *b, const struct unit *un,
+	  uint8_t **bufs, uint8_t *x, uint32_t in, uint32_t len)
+{
+	void *data[RAID_MAX_MEMBERS];
+	unsigned nd = 0;
+	int r = 0;
 
 	if (a->layout->stripe_pieces) {
-		n = a->nr_members;
-		for (unsigned m = 0; m < n; m++) {
-			locs[m] = (struct raid_loc){ m, u };
+		for (unsigned i = 0; i < un->n; i++) {
+			if (i != un->fix_from) {
+				data[nd++] = bufs[i];
+			}
 		}
+		parity_xor(x, data, nd, len);
+		r = batch_write(
+			b, &a->members[un->locs[un->fix_from].member], x, len,
+			geom_member_offset(&a->g, &un->locs[un->fix_from], in),
+			0);
 	} else {
-		n = a->layout->map(&a->g, u, locs);
+		for (unsigned i = 1; i < un->n && r == 0; i++) {
+			r = batch_write(
+				b, &a->members[un->locs[i].member], bufs[0],
+				len,
+				geom_member_offset(&a->g, &un->locs[i], in), 0);
+		}
 	}
-	for (uint32_t in = 0; in < end; in += CHECK_SLICE) {
-		uint32_t len = MIN(CHECK_SLICE, end - in);
+	r = r < 0 ? r : batch_run(b);
+	batch_reset(b);
+	return r;
+}
 
-		r = read_places(a, b, locs, n, in, len, bufs);
+/* Check (and repair) unit u: 1 consistent, 0 not (repaired), -errno. */
+static int
+unit_scrub(struct raid_array *a, struct batch *b, uint64_t u, bool repair,
+	   uint8_t **bufs, uint8_t *x)
+{
+	struct unit un;
+	bool ok = true;
+	int r;
+
+	unit_places(a, u, &un);
+	if (unit_holes(a, &un)) {
+		return 1;
+	}
+	for (uint32_t in = 0; in < un.len; in += CHECK_SLICE) {
+		uint32_t len = MIN(CHECK_SLICE, un.len - in);
+
+		r = read_places(a, b, un.locs, un.n, in, len, bufs);
 		if (r < 0) {
 			return r;
 		}
-		if (a->layout->stripe_pieces) {
-			r = parity_xor(x, (void *const *)bufs, n, len);
-			if (r < 0) {
-				return r;
-			}
-			if (x[0] || memcmp(x, x + 1, len - 1) != 0) {
-				return 0;
-			}
+		if (slice_ok(a, &un, bufs, x, len)) {
 			continue;
 		}
-		for (unsigned i = 1; i < n; i++) {
-			if (memcmp(bufs[0], bufs[i], len) != 0) {
-				return 0;
-			}
+		ok = false;
+		if (!repair) {
+			break;
+		}
+		r = slice_fix(a, b, &un, bufs, x, in, len);
+		if (r < 0) {
+			return r;
 		}
 	}
-	return 1;
+	return ok;
 }
 
-int
-raid_check(struct raid_array *a, struct raid_check_result *res)
+static int
+scrub(struct raid_array *a, struct raid_check_result *res, bool repair,
+      raid_progress_fn progress, void *ctx)
 {
 	uint32_t slice = MIN(CHECK_SLICE, a->chunk_bytes);
 	uint64_t units;
@@ -116,6 +203,9 @@ raid_check(struct raid_array *a, struct raid_check_result *res)
 	if (a->g.copies == 1 && !a->layout->stripe_pieces) {
 		res->unit = RAID_CHECK_NONE;
 		return 0;
+	}
+	if (repair && a->read_only) {
+		return -EROFS;
 	}
 	res->unit =
 		a->layout->stripe_pieces ? RAID_CHECK_STRIPE : RAID_CHECK_CHUNK;
@@ -130,8 +220,8 @@ raid_check(struct raid_array *a, struct raid_check_result *res)
 	}
 	batch_init(&b);
 	for (uint64_t u = 0; u < units; u++) {
-		r = unit_ok(a, &b, u, bufs,
-			    mem + (size_t)a->nr_members * slice);
+		r = unit_scrub(a, &b, u, repair, bufs,
+			       mem + (size_t)a->nr_members * slice);
 		if (r < 0) {
 			break;
 		}
@@ -140,8 +230,24 @@ raid_check(struct raid_array *a, struct raid_check_result *res)
 		}
 		res->units++;
 		r = 0;
+		if (progress) {
+			progress(ctx, u + 1, units);
+		}
 	}
 	batch_fini(&b);
 	free(mem);
 	return r;
+}
+
+int
+raid_check(struct raid_array *a, struct raid_check_result *res)
+{
+	return scrub(a, res, false, NULL, NULL);
+}
+
+int
+raid_repair(struct raid_array *a, struct raid_check_result *res,
+	    raid_progress_fn progress, void *ctx)
+{
+	return scrub(a, res, true, progress, ctx);
 }

@@ -157,10 +157,11 @@ member_claim(struct raid_member *m)
 {
 	int r;
 
-	if (m->fd < 0) {
-		return 0; /* memory members */
+	if (m->fd < 0 || m->claimed) {
+		return 0; /* memory members; claimed already */
 	}
 	r = m->is_blk ? claim_blk(m) : lock_file(m);
+	m->claimed = r == 0;
 	if (r == -EBUSY && m->is_blk) {
 		raid_error(
 			"member %u (%s): in use (mounted, in a running md array, or served by another nbdraid)",

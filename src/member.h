@@ -23,6 +23,7 @@ struct raid_member {
 	bool is_blk;
 	bool direct;		/* opened O_DIRECT */
 	bool read_only;		/* could only be opened O_RDONLY */
+	bool claimed;		/* member_claim took it */
 	uint64_t size;		/* bytes */
 	unsigned mem_align;	/* O_DIRECT buffer alignment, else 1 */
 	unsigned io_align;	/* O_DIRECT offset/length alignment */

@@ -130,6 +130,7 @@ meta_read(struct raid_member *m, struct meta_member *out, char *why,
 			if (err == -ENOENT) {
 				err = r;
 				snprintf(why, whylen, "%s", w);
+				*out = *try; /* a damaged one, for examine */
 			}
 			continue;
 		}

@@ -90,7 +90,8 @@ void meta_free(struct raid_meta *meta);
 
 /*
  * Read one member's superblock (the newest of 1.2, 1.1, 1.0 found at its
- * place).  0, -ENOENT (none), or -EINVAL/-EBADMSG (a damaged one, why set).
+ * place).  0, -ENOENT (none), or -EINVAL/-EBADMSG (a damaged one, why set;
+ * with -EBADMSG, a bad checksum, out holds what it says all the same).
  */
 int meta_read(struct raid_member *m, struct meta_member *out, char *why,
 	      size_t whylen);

@@ -209,18 +209,19 @@ md_sb_decode(const void *buf, size_t len, struct md_sb *sb, char *why,
 			why, whylen, -EINVAL,
 			"md superblock padding is not zero (a newer feature?)");
 	}
-	csum = md_sb_csum(p, sb->max_dev);
-	if (csum != sb->sb_csum) {
-		return refuse(why, whylen, -EBADMSG,
-			      "md superblock checksum %08x, expected %08x",
-			      sb->sb_csum, csum);
-	}
 	memcpy(sb->set_uuid, p + OFF_SET_UUID, UUID_BYTES);
 	memcpy(sb->set_name, p + OFF_SET_NAME, SET_NAME_BYTES);
 	sb->set_name[SET_NAME_BYTES] = '\0';
 	memcpy(sb->device_uuid, p + OFF_DEVICE_UUID, UUID_BYTES);
 	for (uint32_t i = 0; i < sb->max_dev; i++) {
 		sb->dev_roles[i] = get_le(p + MD_SB_FIXED + 2 * i, 2);
+	}
+	/* Every field is filled first: examine shows a damaged one too. */
+	csum = md_sb_csum(p, sb->max_dev);
+	if (csum != sb->sb_csum) {
+		return refuse(why, whylen, -EBADMSG,
+			      "md superblock checksum %08x, expected %08x",
+			      sb->sb_csum, csum);
 	}
 	return 0;
 }

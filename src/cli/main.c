@@ -1,31 +1,40 @@
 /*
- * main.c: the nbdraid CLI.  A table of subcommands, each taking the same
- * key=value settings as the plugin (or config=FILE):
+ * main.c: the nbdraid CLI.  A table of subcommands.  Those that open the
+ * array take the same key=value settings as the plugin (or config=FILE);
+ * a word without '=' is a member.  Members with md superblocks need
+ * nothing else (any order):
  *
- *   nbdraid info KEY=VALUE...           geometry, size, block sizes
- *   nbdraid map OFFSET KEY=VALUE...     where each copy of a byte lives
- *   nbdraid check [--json] KEY=VALUE... verify parity / mirror copies,
- *                                       offline; exit 0 only if all agree
- *
- * The settings name the geometry today; once members carry superblocks,
- * `check member=...` will read it from them and the rest becomes optional.
+ *   nbdraid info [KEY=VALUE] MEMBER...        geometry, size, block sizes
+ *   nbdraid map OFFSET [KEY=VALUE] MEMBER...  where each copy of a byte is
+ *   nbdraid check [--json] [KEY=VALUE] MEMBER...
+ *                                             verify parity / copies,
+ *                                             offline; exit 0 only if all
+ *                                             agree
+ *   nbdraid create --level N ... MEMBER...     a new array (cmd_create.c)
+ *   nbdraid examine [--json] [--brief] MEMBER...
+ *                                             superblocks (cmd_examine.c)
  *
  * Errors print "nbdraid: <cmd>: <message>" and exit 1.
  */
 #include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "raid.h"
+#include "cli.h"
 
 struct command {
 	const char *name;
+	/* Either it opens the array from the settings and runs fn... */
 	int (*fn)(struct raid_array *a, int argc, char **argv);
 	int nr_args;	/* positional arguments before the settings */
 	bool read_only; /* never opens a member for writing */
+	/* ...or it takes its own arguments. */
+	int (*main)(int argc, char **argv);
 	const char *usage;
 };
 
@@ -41,6 +50,55 @@ cli_log(enum raid_log_level lvl, const char *fmt, va_list ap)
 	fprintf(stderr, "nbdraid: %s: ", cmd_name);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
+}
+
+int
+cli_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "nbdraid: %s: ", cmd_name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return 1;
+}
+
+void
+cli_uuid(const uint8_t *uuid, char *buf)
+{
+	for (unsigned i = 0; i < 16; i++) {
+		buf += sprintf(buf, "%s%02x", i && i % 4 == 0 ? ":" : "",
+			       uuid[i]);
+	}
+}
+
+char **
+cli_absolute_paths(char *const *paths, unsigned n)
+{
+	char **abs = calloc(n ? n : 1, sizeof(*abs));
+
+	for (unsigned i = 0; abs && i < n; i++) {
+		abs[i] = realpath(paths[i], NULL);
+		if (!abs[i]) {
+			abs[i] = strdup(paths[i]); /* let the open say why */
+		}
+		if (!abs[i]) {
+			cli_free_paths(abs, i);
+			return NULL;
+		}
+	}
+	return abs;
+}
+
+void
+cli_free_paths(char **paths, unsigned n)
+{
+	for (unsigned i = 0; paths && i < n; i++) {
+		free(paths[i]);
+	}
+	free(paths);
 }
 
 static int
@@ -145,11 +203,19 @@ cmd_check(struct raid_array *a, int argc, char **argv)
 	return res.mismatched ? 1 : 0;
 }
 
+/* clang-format off */
 static const struct command commands[] = {
-	{ "info", cmd_info, 0, true, "info KEY=VALUE..." },
-	{ "map", cmd_map, 1, true, "map OFFSET KEY=VALUE..." },
-	{ "check", cmd_check, 0, true, "check [--json] KEY=VALUE..." },
+	{ "info",    cmd_info,  0, true, NULL, "info [KEY=VALUE...] MEMBER..." },
+	{ "map",     cmd_map,   1, true, NULL, "map OFFSET [KEY=VALUE...] MEMBER..." },
+	{ "check",   cmd_check, 0, true, NULL, "check [--json] [KEY=VALUE...] MEMBER..." },
+	{ "create",  NULL,      0, false, cmd_create,
+	  "create --level 0|1|5|10 [--chunk SIZE] [--layout L] [--name NAME]\n"
+	  "                 [--homehost HOST] [--size SIZE] [--metadata 1.2|1.1|1.0]\n"
+	  "                 [--assume-clean] [--force] [--direct] MEMBER..." },
+	{ "examine", NULL,      0, true, cmd_examine,
+	  "examine [--json] [--brief] MEMBER..." },
 };
+/* clang-format on */
 #define NR_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
 static int
@@ -181,15 +247,22 @@ run(const struct command *c, int argc, char **argv)
 			continue;
 		}
 		if (!eq) {
-			fprintf(stderr,
-				"nbdraid: %s: '%s': expected KEY=VALUE\n",
-				c->name, argv[i]);
-			goto out;
+			/* A bare word is a member (made absolute). */
+			char *abs = realpath(argv[i], NULL);
+			int rr = raid_config_set(&cfg, "member",
+						 abs ? abs : argv[i]);
+
+			free(abs);
+			if (rr < 0) {
+				goto out;
+			}
+			continue;
 		}
 		*eq = '\0';
 		if (raid_config_set(&cfg, argv[i], eq + 1) < 0) {
 			goto out;
 		}
+		*eq = '=';
 	}
 	if (raid_open(&cfg, &a) == 0) {
 		r = c->fn(a, argc, argv);
@@ -215,6 +288,9 @@ main(int argc, char **argv)
 			continue;
 		}
 		cmd_name = c->name;
+		if (c->main) {
+			return c->main(argc - 1, argv + 1);
+		}
 		if (argc - 2 < c->nr_args) {
 			fprintf(stderr, "usage: nbdraid %s\n", c->usage);
 			return 1;

@@ -124,6 +124,11 @@ struct raid_layout {
 	uint32_t (*md_layout)(const struct raid_geom *g);
 	int (*md_layout_name)(uint32_t md_layout, char *name, size_t len,
 			      char *err, size_t errlen);
+	/*
+	 * Parity levels (stripe_pieces): the member holding the parity of a
+	 * stripe (a member chunk row).  NULL for the others.
+	 */
+	unsigned (*parity_member)(const struct raid_geom *g, uint64_t stripe);
 
 	/*
 	 * Data path: append the piece's member I/O to the batch, which the

@@ -508,6 +508,7 @@ const struct raid_layout raid5_layout = {
 	.layout_name   = raid5_layout_name,
 	.md_layout     = raid5_md_layout,
 	.md_layout_name = raid5_md_layout_name,
+	.parity_member = raid5_parity_member,
 	.read          = copies_read,
 	.write         = raid5_write,
 };
