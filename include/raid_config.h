@@ -53,7 +53,10 @@ struct raid_config {
 			       */
 	bool read_only;	      /* open members O_RDONLY (nbdraid check) */
 	enum raid_metadata metadata;
-	bool force;	/* take stale members back (mdadm --force) */
+	bool force;    /* take stale members back (mdadm --force) */
+	bool has_uuid; /* uuid= given: select members by it */
+	uint8_t uuid[16];
+	char *name;	/* name= given: select members by it */
 	char **members; /* absolute paths, role order */
 	unsigned nr_members;
 	struct raid_config_sources *sources; /* NULL until a key is set */

@@ -806,37 +806,42 @@ array_assemble(const struct raid_config *cfg, struct raid_member *m,
 int
 raid_open(const struct raid_config *cfg, struct raid_array **out)
 {
-	unsigned i = 0, nr = cfg->nr_members;
-	struct raid_member *m;
+	struct raid_config sel = *cfg;
+	unsigned i = 0, nr = 0;
+	struct raid_member *m = NULL;
+	char **paths = NULL;
 	int r;
 
 	r = raid_config_check(cfg);
-	if (r < 0) {
-		return r;
+	if (r == 0) {
+		r = meta_select(cfg, &paths, &nr);
 	}
-	m = calloc(nr, sizeof(*m));
-	if (!m) {
-		return -ENOMEM;
+	if (r == 0) {
+		m = calloc(nr ? nr : 1, sizeof(*m));
+		r = m ? 0 : -ENOMEM;
 	}
-	for (; i < nr; i++) {
-		r = member_open(&m[i], i, cfg->members[i], cfg->direct,
-				cfg->read_only, cfg->io);
+	for (; r == 0 && i < nr; i++) {
+		r = member_open(&m[i], i, paths[i], cfg->direct, cfg->read_only,
+				cfg->io);
 		if (r < 0) {
 			i++; /* close this one too */
-			goto err;
 		}
 	}
-	r = array_assemble(cfg, m, &nr, out);
-	i = nr; /* assembly closed the members it left out */
+	sel.members = paths;
+	sel.nr_members = nr;
+	if (r == 0) {
+		r = array_assemble(&sel, m, &nr, out);
+		i = nr; /* assembly closed the members it left out */
+	}
 	if (r == 0) {
 		(*out)->owns_members = true;
-		return 0;
+	} else {
+		while (i--) {
+			member_close(&m[i]);
+		}
+		free(m);
 	}
-err:
-	while (i--) {
-		member_close(&m[i]);
-	}
-	free(m);
+	meta_free_paths(paths, sel.nr_members);
 	return r;
 }
 

@@ -157,6 +157,52 @@ set_metadata(struct raid_config *c, const char *v)
 	return -EINVAL;
 }
 
+/* 32 hex digits, with ':', '-' or '.' anywhere between (mdadm, blkid). */
+static int
+set_uuid(struct raid_config *c, const char *v)
+{
+	unsigned n = 0;
+
+	for (const char *p = v; *p; p++) {
+		int x;
+
+		if (*p == ':' || *p == '-' || *p == '.') {
+			continue;
+		}
+		x = isdigit((unsigned char)*p) ? *p - '0'
+		    : isxdigit((unsigned char)*p)
+			    ? tolower((unsigned char)*p) - 'a' + 10
+			    : -1;
+		if (x < 0 || n == 32) {
+			n = 33;
+			break;
+		}
+		c->uuid[n / 2] =
+			n % 2 ? (c->uuid[n / 2] | x) : (uint8_t)(x << 4);
+		n++;
+	}
+	if (n != 32) {
+		raid_error(
+			"uuid '%s': must be 32 hex digits (as mdadm prints a UUID)",
+			v);
+		return -EINVAL;
+	}
+	c->has_uuid = true;
+	return 0;
+}
+
+static int
+set_name(struct raid_config *c, const char *v)
+{
+	if (!*v || strlen(v) > 32) {
+		raid_error("name '%s': must be 1 to 32 characters", v);
+		return -EINVAL;
+	}
+	free(c->name);
+	c->name = strdup(v);
+	return c->name ? 0 : -ENOMEM;
+}
+
 static int
 set_force(struct raid_config *c, const char *v)
 {
@@ -235,7 +281,15 @@ static const struct option options[] = {
 	{ "level", set_level, false, "level=0|1|5|10",
 	  "RAID level (required)." },
 	{ "member", set_member, true, "member=PATH",
-	  "A member file or block device; repeat, in role order." },
+	  "A member file or block device; repeat.  With md\n"
+	  "superblocks any order, and PATH may be a glob\n"
+	  "(/dev/sd*) from which uuid= or name= selects." },
+	{ "uuid", set_uuid, false, "uuid=UUID",
+	  "Serve the members whose md superblocks carry this\n"
+	  "array UUID (mdadm's form: 4:4:4:4 hex)." },
+	{ "name", set_name, false, "name=NAME",
+	  "Serve the members of the md array with this name\n"
+	  "(\"host:name\", or the part after ':')." },
 	{ "chunk", set_chunk, false, "chunk=SIZE",
 	  "Chunk (stripe unit), power of two 4K..16M (default 512K)." },
 	{ "layout", set_layout, false, "layout=NAME",
@@ -352,6 +406,7 @@ raid_config_free(struct raid_config *c)
 	}
 	free(c->members);
 	free(c->layout);
+	free(c->name);
 	if (c->sources) {
 		free(c->sources->file);
 		free(c->sources);

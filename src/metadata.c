@@ -29,6 +29,7 @@
  *      naming both.
  */
 #include <errno.h>
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -666,5 +667,122 @@ meta_assemble(const struct raid_config *cfg, struct raid_member *m,
 		}
 	}
 	free(as.f);
+	return r;
+}
+
+/* ---- selecting members ------------------------------------------------- */
+
+void
+meta_free_paths(char **paths, unsigned n)
+{
+	for (unsigned i = 0; paths && i < n; i++) {
+		free(paths[i]);
+	}
+	free(paths);
+}
+
+static int
+add_path(char ***paths, unsigned *n, const char *path)
+{
+	char **p = realloc(*paths, (*n + 1) * sizeof(*p));
+
+	/* Not deduplicated: the same member twice is refused as such. */
+	if (!p) {
+		return -ENOMEM;
+	}
+	*paths = p;
+	p[*n] = strdup(path);
+	if (!p[*n]) {
+		return -ENOMEM;
+	}
+	(*n)++;
+	return 0;
+}
+
+/* Every member= expanded: a glob's matches, a plain path as it is. */
+static int
+expand(const struct raid_config *cfg, char ***paths, unsigned *n)
+{
+	int r = 0;
+
+	for (unsigned i = 0; i < cfg->nr_members && r == 0; i++) {
+		glob_t g;
+		int gr = glob(cfg->members[i], GLOB_NOMAGIC, NULL, &g);
+
+		if (gr == GLOB_NOSPACE) {
+			r = -ENOMEM;
+		}
+		for (size_t k = 0; gr == 0 && k < g.gl_pathc && r == 0; k++) {
+			r = add_path(paths, n, g.gl_pathv[k]);
+		}
+		if (gr == 0 || gr == GLOB_NOMATCH) {
+			globfree(&g);
+		}
+	}
+	return r;
+}
+
+/* Does path carry a superblock of the array uuid= / name= names? */
+static bool
+selected(const struct raid_config *cfg, const char *path)
+{
+	static _Thread_local struct meta_member mm;
+	struct raid_member m;
+	const char *colon;
+	char why[160];
+	bool yes;
+
+	if (member_open(&m, 0, path, false, true, RAID_IO_PSYNC) < 0) {
+		return false;
+	}
+	yes = meta_read(&m, &mm, why, sizeof(why)) == 0;
+	member_close(&m);
+	if (yes && cfg->has_uuid) {
+		yes = memcmp(mm.sb.set_uuid, cfg->uuid, 16) == 0;
+	}
+	if (yes && cfg->name) {
+		colon = strchr(mm.sb.set_name, ':');
+		yes = strcmp(mm.sb.set_name, cfg->name) == 0 ||
+		      (!strchr(cfg->name, ':') && colon &&
+		       strcmp(colon + 1, cfg->name) == 0);
+	}
+	return yes;
+}
+
+int
+meta_select(const struct raid_config *cfg, char ***paths, unsigned *n)
+{
+	char **all = NULL, u[40];
+	unsigned nall = 0;
+	int r = expand(cfg, &all, &nall);
+
+	*paths = NULL;
+	*n = 0;
+	if (r == 0 && !nall) {
+		raid_error("no file or device matches member=%s%s",
+			   cfg->members[0], cfg->nr_members > 1 ? " ..." : "");
+		r = -ENOENT;
+	}
+	if (r < 0 || (!cfg->has_uuid && !cfg->name)) {
+		*paths = all;
+		*n = nall;
+		return r;
+	}
+	/* raid_log stays quiet about candidates that are not ours. */
+	for (unsigned i = 0; i < nall && r == 0; i++) {
+		if (selected(cfg, all[i])) {
+			r = add_path(paths, n, all[i]);
+		}
+	}
+	if (r == 0 && !*n) {
+		raid_error(
+			"no member carries an md superblock of %s%s%s%s (%u candidates looked at)",
+			cfg->has_uuid ? "uuid=" : "",
+			cfg->has_uuid ? uuid_str(cfg->uuid, u) : "",
+			cfg->has_uuid && cfg->name ? " " : "",
+			cfg->name ? cfg->name : "", nall);
+		r = -ENOENT;
+	}
+	meta_free_paths(all, nall);
 	return r;
 }

@@ -99,6 +99,15 @@ int meta_read(struct raid_member *m, struct meta_member *out, char *why,
 int meta_write(struct raid_member *members, const struct meta_member *mm,
 	       unsigned nr);
 
+/*
+ * The member paths to open: every member= expanded as a glob (a path with
+ * no glob characters stands for itself), and with uuid= or name= only the
+ * ones whose md superblock belongs to that array (the rest of the
+ * candidates are left alone).  Free with meta_free_paths.
+ */
+int meta_select(const struct raid_config *cfg, char ***paths, unsigned *n);
+void meta_free_paths(char **paths, unsigned n);
+
 /* Nanoseconds on the monotonic clock. */
 uint64_t meta_now_ns(void);
 

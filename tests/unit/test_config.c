@@ -339,7 +339,8 @@ test_config_help_lists_every_key(void **state)
 	static const char *const keys[] = {
 		"level=",	"member=", "chunk=",	"layout=",
 		"direct=",	"io=",	   "metadata=", "data-offset=",
-		"member-size=", "force=",  "config=",
+		"member-size=", "force=",  "config=",	"uuid=",
+		"name=",
 	};
 	const char *help = raid_config_help();
 	unsigned usage_lines = 0;
