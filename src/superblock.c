@@ -216,8 +216,13 @@ md_sb_decode(const void *buf, size_t len, struct md_sb *sb, char *why,
 			      sb->sb_csum, csum);
 	}
 	memcpy(sb->set_uuid, p + OFF_SET_UUID, UUID_BYTES);
-	memcpy(sb->set_name, p + OFF_SET_NAME, SET_NAME_BYTES);
-	sb->set_name[SET_NAME_BYTES] = '\0';
+	/*
+	 * NUL-padded: the name ends at its first NUL, and what follows is
+	 * not kept (encode writes NULs there), so a decoded superblock
+	 * encodes and decodes back to itself.
+	 */
+	memcpy(sb->set_name, p + OFF_SET_NAME,
+	       strnlen((const char *)p + OFF_SET_NAME, SET_NAME_BYTES));
 	memcpy(sb->device_uuid, p + OFF_DEVICE_UUID, UUID_BYTES);
 	for (uint32_t i = 0; i < sb->max_dev; i++) {
 		sb->dev_roles[i] = get_le(p + MD_SB_FIXED + 2 * i, 2);
