@@ -20,7 +20,9 @@
  *
  * Checksum (md.c calc_sb_1_csum): the sum of the little-endian u32 words
  * of the first 256 + 2 * max_dev bytes (a trailing u16 when max_dev is
- * odd) with sb_csum taken as 0, in 64 bits, folded once to 32.
+ * odd) with sb_csum taken as 0, in 64 bits, folded once to 32.  A
+ * max_dev past MD_MAX_DEV_LIMIT (refused by decode, written as it is by
+ * encode) is summed as MD_MAX_DEV_LIMIT: the sum stays in MD_SB_BYTES.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -143,10 +145,14 @@ uint32_t
 md_sb_csum(const void *buf, uint32_t max_dev)
 {
 	const uint8_t *p = buf;
-	uint32_t size = MD_SB_FIXED + 2 * max_dev;
 	uint64_t sum = 0;
-	uint32_t i;
+	uint32_t size, i;
 
+	/* Roles past the limit would lie past MD_SB_BYTES: never read. */
+	if (max_dev > MD_MAX_DEV_LIMIT) {
+		max_dev = MD_MAX_DEV_LIMIT;
+	}
+	size = MD_SB_FIXED + 2 * max_dev;
 	for (i = 0; i + 4 <= size; i += 4) {
 		sum += i == OFF_SB_CSUM ? 0 : get_le(p + i, 4);
 	}

@@ -379,6 +379,40 @@ test_superblock_name_ends_at_nul(void **state)
 	assert_memory_equal(&b, &c, sizeof(b));
 }
 
+/*
+ * A max_dev past what 4096 bytes hold is encoded as it is (decode then
+ * refuses it) without reading past the buffer for the checksum (found by
+ * tests/fuzz: encode summed 256 + 2 * max_dev bytes of its 4096).
+ */
+static void
+test_superblock_encode_max_dev_past_limit(void **state)
+{
+	static const uint32_t max_devs[] = { MD_MAX_DEV_LIMIT + 1, 1u << 30 };
+	static struct md_sb a, b;
+	char why[160];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(max_devs) / sizeof(max_devs[0]); i++) {
+		/* Exactly MD_SB_BYTES on the heap: ASan sees one byte more. */
+		uint8_t *buf = malloc(MD_SB_BYTES);
+
+		assert_non_null(buf);
+		memset(&a, 0, sizeof(a));
+		a.max_dev = max_devs[i];
+		md_sb_encode(&a, buf);
+		assert_int_equal(buf[220] | buf[221] << 8 | buf[222] << 16 |
+					 (uint32_t)buf[223] << 24,
+				 max_devs[i]);
+		assert_int_equal(md_sb_csum(buf, max_devs[i]),
+				 md_sb_csum(buf, MD_MAX_DEV_LIMIT));
+		assert_int_equal(
+			md_sb_decode(buf, MD_SB_BYTES, &b, why, sizeof(why)),
+			-EINVAL);
+		assert_non_null(strstr(why, "max_dev"));
+		free(buf);
+	}
+}
+
 /* Where each minor version lives, as md places it. */
 static void
 test_superblock_places(void **state)
@@ -407,6 +441,8 @@ main(void)
 		cmocka_unit_test_setup(test_superblock_refusals, t_setup),
 		cmocka_unit_test_setup(test_superblock_name_ends_at_nul,
 				       t_setup),
+		cmocka_unit_test_setup(
+			test_superblock_encode_max_dev_past_limit, t_setup),
 		cmocka_unit_test_setup(test_superblock_places, t_setup),
 	};
 
