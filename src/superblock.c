@@ -20,7 +20,9 @@
  *
  * Checksum (md.c calc_sb_1_csum): the sum of the little-endian u32 words
  * of the first 256 + 2 * max_dev bytes (a trailing u16 when max_dev is
- * odd) with sb_csum taken as 0, in 64 bits, folded once to 32.
+ * odd) with sb_csum taken as 0, in 64 bits, folded once to 32.  A
+ * max_dev past MD_MAX_DEV_LIMIT (refused by decode, written as it is by
+ * encode) is summed as MD_MAX_DEV_LIMIT: the sum stays in MD_SB_BYTES.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -143,10 +145,14 @@ uint32_t
 md_sb_csum(const void *buf, uint32_t max_dev)
 {
 	const uint8_t *p = buf;
-	uint32_t size = MD_SB_FIXED + 2 * max_dev;
 	uint64_t sum = 0;
-	uint32_t i;
+	uint32_t size, i;
 
+	/* Roles past the limit would lie past MD_SB_BYTES: never read. */
+	if (max_dev > MD_MAX_DEV_LIMIT) {
+		max_dev = MD_MAX_DEV_LIMIT;
+	}
+	size = MD_SB_FIXED + 2 * max_dev;
 	for (i = 0; i + 4 <= size; i += 4) {
 		sum += i == OFF_SB_CSUM ? 0 : get_le(p + i, 4);
 	}
@@ -210,8 +216,13 @@ md_sb_decode(const void *buf, size_t len, struct md_sb *sb, char *why,
 			"md superblock padding is not zero (a newer feature?)");
 	}
 	memcpy(sb->set_uuid, p + OFF_SET_UUID, UUID_BYTES);
-	memcpy(sb->set_name, p + OFF_SET_NAME, SET_NAME_BYTES);
-	sb->set_name[SET_NAME_BYTES] = '\0';
+	/*
+	 * NUL-padded: the name ends at its first NUL, and what follows is
+	 * not kept (encode writes NULs there), so a decoded superblock
+	 * encodes and decodes back to itself.
+	 */
+	memcpy(sb->set_name, p + OFF_SET_NAME,
+	       strnlen((const char *)p + OFF_SET_NAME, SET_NAME_BYTES));
 	memcpy(sb->device_uuid, p + OFF_DEVICE_UUID, UUID_BYTES);
 	for (uint32_t i = 0; i < sb->max_dev; i++) {
 		sb->dev_roles[i] = get_le(p + MD_SB_FIXED + 2 * i, 2);

@@ -102,7 +102,10 @@ int md_sb_decode(const void *buf, size_t len, struct md_sb *sb, char *why,
 /* Encode into buf (MD_SB_BYTES, zeroed past the roles), checksum set. */
 void md_sb_encode(const struct md_sb *sb, void *buf);
 
-/* md's checksum of an encoded superblock (its sb_csum field counts 0). */
+/*
+ * md's checksum of an encoded superblock (its sb_csum field counts 0),
+ * over MD_SB_BYTES at most: max_dev counts as MD_MAX_DEV_LIMIT past it.
+ */
 uint32_t md_sb_csum(const void *buf, uint32_t max_dev);
 
 /*

@@ -277,6 +277,79 @@ test_superblock_refusals(void **state)
 		-ENOENT);
 }
 
+/*
+ * The set name ends at its first NUL: bytes after it on disk are not
+ * kept, so the decoded superblock encodes and decodes back to itself
+ * (found by tests/fuzz: they were kept, and encode wrote NULs instead).
+ */
+static void
+test_superblock_name_ends_at_nul(void **state)
+{
+	static struct md_sb a, b, c;
+	static uint8_t buf[MD_SB_BYTES];
+	char why[160];
+	uint32_t csum;
+	size_t n;
+
+	(void)state;
+	memset(&a, 0, sizeof(a));
+	a.max_dev = 128;
+	strcpy(a.set_name, "host:md0");
+	md_sb_encode(&a, buf);
+	/* Bytes after the NUL, and the checksum made right again. */
+	n = strlen(a.set_name) + 1;
+	memset(buf + 32 + n, 'x', 32 - n);
+	csum = md_sb_csum(buf, a.max_dev);
+	for (unsigned i = 0; i < 4; i++) {
+		buf[216 + i] = csum >> (8 * i);
+	}
+	assert_int_equal(md_sb_decode(buf, sizeof(buf), &b, why, sizeof(why)),
+			 0);
+	assert_string_equal(b.set_name, "host:md0");
+	for (size_t i = strlen(b.set_name); i < sizeof(b.set_name); i++) {
+		assert_int_equal(b.set_name[i], '\0');
+	}
+	md_sb_encode(&b, buf);
+	assert_int_equal(md_sb_decode(buf, sizeof(buf), &c, why, sizeof(why)),
+			 0);
+	b.sb_csum = c.sb_csum;
+	assert_memory_equal(&b, &c, sizeof(b));
+}
+
+/*
+ * A max_dev past what 4096 bytes hold is encoded as it is (decode then
+ * refuses it) without reading past the buffer for the checksum (found by
+ * tests/fuzz: encode summed 256 + 2 * max_dev bytes of its 4096).
+ */
+static void
+test_superblock_encode_max_dev_past_limit(void **state)
+{
+	static const uint32_t max_devs[] = { MD_MAX_DEV_LIMIT + 1, 1u << 30 };
+	static struct md_sb a, b;
+	char why[160];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(max_devs) / sizeof(max_devs[0]); i++) {
+		/* Exactly MD_SB_BYTES on the heap: ASan sees one byte more. */
+		uint8_t *buf = malloc(MD_SB_BYTES);
+
+		assert_non_null(buf);
+		memset(&a, 0, sizeof(a));
+		a.max_dev = max_devs[i];
+		md_sb_encode(&a, buf);
+		assert_int_equal(buf[220] | buf[221] << 8 | buf[222] << 16 |
+					 (uint32_t)buf[223] << 24,
+				 max_devs[i]);
+		assert_int_equal(md_sb_csum(buf, max_devs[i]),
+				 md_sb_csum(buf, MD_MAX_DEV_LIMIT));
+		assert_int_equal(
+			md_sb_decode(buf, MD_SB_BYTES, &b, why, sizeof(why)),
+			-EINVAL);
+		assert_non_null(strstr(why, "max_dev"));
+		free(buf);
+	}
+}
+
 /* Where each minor version lives, as md places it. */
 static void
 test_superblock_places(void **state)
@@ -303,6 +376,10 @@ main(void)
 		cmocka_unit_test_setup(
 			test_superblock_checksum_covers_roles_only, t_setup),
 		cmocka_unit_test_setup(test_superblock_refusals, t_setup),
+		cmocka_unit_test_setup(test_superblock_name_ends_at_nul,
+				       t_setup),
+		cmocka_unit_test_setup(
+			test_superblock_encode_max_dev_past_limit, t_setup),
 		cmocka_unit_test_setup(test_superblock_places, t_setup),
 	};
 
