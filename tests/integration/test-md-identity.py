@@ -276,6 +276,26 @@ def faults(d, rng):
         srv.stop()
     check_examine(fresh, uuid, 5, "left-symmetric", "clean")
     print("ok a clean stop after writes leaves the array clean", flush=True)
+    # Members holding data (no signature): create writes parity / copies.
+    for level, layout, n in ((5, "left-asymmetric", 4), (10, "f2", 3),
+                             (1, None, 3)):
+        full = [os.path.join(folder, "f%d-%d.img" % (level, i))
+                for i in range(n)]
+        for p in full:
+            with open(p, "wb") as f:
+                f.write(os.urandom(MEMBER))
+        r = run([cli(), "create", "--level", str(level), "--chunk", "64K"] +
+                (["--layout", layout] if layout else []) + full)
+        check("parity/copies written" in r.stdout, "raid%d create over "
+              "data: %s" % (level, r.stdout))
+        r = run([cli(), "check"] + full)
+        check("0 mismatched" in r.stdout, "raid%d create over data: check "
+              "says %s" % (level, r.stdout))
+        check_examine(full, re.search(r"UUID ([0-9a-f:]+)", run(
+            [cli(), "examine", "--brief"] + full).stdout.replace(
+                "uuid=", "UUID ")).group(1), level, layout, "clean")
+    print("ok create over members holding data writes parity and copies: "
+          "check finds 0 mismatches", flush=True)
 
 
 def main():

@@ -891,6 +891,12 @@ test_array_check_counts_differing_copies(void **state)
 	assert_int_equal(raid_check(f->a, &res), 0);
 	assert_int_equal(res.mismatched, 1);
 	assert_int_equal(res.first[0], 5);
+	/* Repair: the other copies from the first, as md's repair. */
+	assert_int_equal(raid_repair(f->a, &res, NULL, NULL), 0);
+	assert_int_equal(res.mismatched, 1);
+	assert_int_equal(mem_of(&f->m[p[1].member])->data[p[1].offset], 0x5a);
+	assert_int_equal(raid_check(f->a, &res), 0);
+	assert_int_equal(res.mismatched, 0);
 	/* RAID 0 has nothing to check. */
 	s = (struct fixture_spec){ .level = 0, .n = 2, .mem_size = 8 * CHUNK };
 	assert_int_equal(fixture_open(f, &s), 0);

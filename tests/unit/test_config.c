@@ -165,6 +165,53 @@ test_config_refuses_unknown_and_bad_values(void **state)
 	raid_config_free(&c);
 }
 
+/* uuid= in mdadm's form or blkid's, name= up to 32 characters. */
+static void
+test_config_uuid_and_name(void **state)
+{
+	static const uint8_t want[16] = { 0x11, 0x80, 0x39, 0x49, 0x50, 0x8f,
+					  0xd7, 0x52, 0xd4, 0xb0, 0x52, 0xe1,
+					  0x95, 0xef, 0xaa, 0x0d };
+	static const char *const good[] = {
+		"11803949:508fd752:d4b052e1:95efaa0d",
+		"11803949-508f-d752-d4b0-52e195efaa0d",
+		"11803949508FD752D4B052E195EFAA0D",
+	};
+	static const char *const bad[] = {
+		"11803949:508fd752:d4b052e1:95efaa0",
+		"x1803949:508fd752:d4b052e1:95efaa0d",
+		"11803949:508fd752:d4b052e1:95efaa0d00",
+		"",
+	};
+	struct raid_config c;
+
+	(void)state;
+	for (unsigned i = 0; i < 3; i++) {
+		raid_config_init(&c);
+		assert_int_equal(raid_config_set(&c, "uuid", good[i]), 0);
+		assert_true(c.has_uuid);
+		assert_memory_equal(c.uuid, want, 16);
+		raid_config_free(&c);
+	}
+	for (unsigned i = 0; i < 4; i++) {
+		raid_config_init(&c);
+		assert_int_equal(raid_config_set(&c, "uuid", bad[i]), -EINVAL);
+		assert_non_null(strstr(t_last_error, "32 hex digits"));
+		raid_config_free(&c);
+	}
+	raid_config_init(&c);
+	assert_int_equal(raid_config_set(&c, "name", "host:data"), 0);
+	assert_string_equal(c.name, "host:data");
+	assert_int_equal(raid_config_set(&c, "force", "yes"), 0);
+	assert_true(c.force);
+	raid_config_free(&c);
+	raid_config_init(&c);
+	assert_int_equal(raid_config_set(&c, "name",
+					 "123456789012345678901234567890123"),
+			 -EINVAL);
+	raid_config_free(&c);
+}
+
 /* A key given twice is refused, never silently overridden. */
 static void
 test_config_refuses_key_twice(void **state)
@@ -392,6 +439,7 @@ main(void)
 			test_config_file_conflicts_with_command_line, t_setup),
 		cmocka_unit_test_setup(test_config_help_lists_every_key,
 				       t_setup),
+		cmocka_unit_test_setup(test_config_uuid_and_name, t_setup),
 	};
 
 	t_init();

@@ -700,6 +700,50 @@ test_raid5_check_counts_bad_stripes(void **state)
 	assert_int_equal(res.first[1], 6);
 }
 
+/*
+ * md's repair: parity rewritten from the data where a stripe disagrees
+ * (the damaged data chunk stays as it reads: md cannot tell which is
+ * wrong), counted as check counts; a check after it finds nothing.
+ */
+static void
+test_raid5_repair_rewrites_parity(void **state)
+{
+	struct fixture *f = *state;
+	struct fixture_spec s = { .level = 5, .n = 4, .mem_size = 8 * MCHUNK };
+	struct raid_check_result res;
+	uint8_t buf[9 * MCHUNK], got[9 * MCHUNK];
+	unsigned p = 0;
+
+	assert_int_equal(fixture_open(f, &s), 0);
+	t_fill_random(buf, sizeof(buf));
+	assert_int_equal(raid_pwrite(f->a, buf, sizeof(buf), 0, 0), 0);
+	/* Stripe 1: damage its parity; stripe 2: a data byte. */
+	p = raid5_parity_member(&f->a->g, 1);
+	mem_of(&f->m[p])->data[MCHUNK + 5] ^= 0x11;
+	p = raid5_parity_member(&f->a->g, 2);
+	mem_of(&f->m[(p + 1) % 4])->data[2 * MCHUNK + 7] ^= 0x22;
+	buf[2 * 3 * MCHUNK + 7] ^= 0x22; /* data index 0 of stripe 2 */
+	fixture_reset_counts(f);
+	assert_int_equal(raid_repair(f->a, &res, NULL, NULL), 0);
+	assert_int_equal(res.mismatched, 2);
+	assert_int_equal(res.first[0], 1);
+	assert_int_equal(res.first[1], 2);
+	/* Only the two parity chunks were written. */
+	for (unsigned m = 0; m < 4; m++) {
+		unsigned writes = mem_of(&f->m[m])->count[IO_WRITE];
+
+		assert_int_equal(
+			writes,
+			(m == raid5_parity_member(&f->a->g, 1)) +
+				(m == raid5_parity_member(&f->a->g, 2)));
+	}
+	fixture_check_parity(f);
+	assert_int_equal(raid_check(f->a, &res), 0);
+	assert_int_equal(res.mismatched, 0);
+	assert_int_equal(raid_pread(f->a, got, sizeof(got), 0, 0), 0);
+	assert_memory_equal(got, buf, sizeof(got));
+}
+
 /* md's numbers for the parity layouts, both ways; md's other two refused. */
 static void
 test_raid5_md_layout_numbers(void **state)
@@ -762,6 +806,9 @@ main(void)
 			fixture_setup, fixture_teardown),
 		cmocka_unit_test_setup_teardown(
 			test_raid5_check_counts_bad_stripes, fixture_setup,
+			fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_raid5_repair_rewrites_parity, fixture_setup,
 			fixture_teardown),
 		cmocka_unit_test_setup_teardown(
 			test_raid5_zero_trim_fua_sync_every_member,

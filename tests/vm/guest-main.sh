@@ -6,7 +6,7 @@
 # Environment: NBDRAID_SRC, NBDRAID_PLUGIN, NBDRAID_CLI; args: parts.
 set -uo pipefail
 parts=("$@")
-[ ${#parts[@]} -gt 0 ] || parts=(fs md)
+[ ${#parts[@]} -gt 0 ] || parts=(fs md mdid)
 echo "guest: $(uname -r), $(nproc) vCPU, $(free -m | awk '/Mem:/{print $2}') MiB"
 [ -f "$NBDRAID_SRC/tests/vm/guest-main.sh" ] ||
     { echo "FAIL: the source tree $NBDRAID_SRC is not visible in the guest"; exit 1; }

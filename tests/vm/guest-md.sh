@@ -91,6 +91,7 @@ md_check() {
 # nbdraid's settings for the case, as one word per key.
 raid_keys() { # level layout chunkK doff_sectors files...
     local level=$1 layout=$2 chunk=$3 doff=$4; shift 4
+    echo "metadata=none" # raw mode: md's superblocks are not read
     echo "level=$level"
     [ "$layout" = - ] || echo "layout=$layout"
     [ "$chunk" = - ] || echo "chunk=${chunk}K"

@@ -3,11 +3,13 @@
 # and md drivers, which the host has not: boots Debian's kernel under qemu
 # (tests/vm/run-in-vm.sh; KVM when it works, else emulation) and runs
 # tests/vm/guest-main.sh there.  Parts: fs (nbd-client, ext4, fstrim, the
-# kernel's requests) and md (md's layouts, both directions); default both.
+# kernel's requests), md (md's layouts in raw mode, both directions) and
+# mdid (md superblocks: nbdraid create -> md assemble, mdadm --create ->
+# nbdraid from the members alone -> md again); default all three.
 # The guest's output streams to stdout, so the CI log keeps it.
 #
 # Environment: NBDRAID_PLUGIN, NBDRAID_CLI (default: build/ under the
-# source tree), VM_TIMEOUT (default 570 s).  Exit 77 (skipped) only when
+# source tree), VM_TIMEOUT (default 840 s).  Exit 77 (skipped) only when
 # not root or a package is missing; .ci/deps --vm installs them.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd -P)
@@ -40,7 +42,7 @@ if [ "$accel" = auto ]; then # as run-in-vm.sh decides
     accel=tcg
     [ -w /dev/kvm ] && grep -qwE 'vmx|svm' /proc/cpuinfo && accel=kvm
 fi
-echo "tests/vm: booting $(ls /boot/vmlinuz-* | sort -V | tail -1) under $accel, parts: ${*:-fs md}"
+echo "tests/vm: booting $(ls /boot/vmlinuz-* | sort -V | tail -1) under $accel, parts: ${*:-fs md mdid}"
 VM_SHARE=$SRC VM_PASS_ENV="NBDRAID_SRC NBDRAID_PLUGIN NBDRAID_CLI" \
-VM_MEM=${VM_MEM:-3G} VM_TIMEOUT=${VM_TIMEOUT:-570} \
+VM_MEM=${VM_MEM:-3G} VM_TIMEOUT=${VM_TIMEOUT:-840} \
     exec bash "$SRC/tests/vm/run-in-vm.sh" "$SRC/tests/vm/guest-main.sh" "$@"
