@@ -163,9 +163,10 @@ md_to_nbdraid() { # name level layout n chunk meta bitmap
     rm -f "$dir/out.img"
     # nbdraid -> md: new data, then md again.
     size=$(nbdraid_writes "$name" "$dir/ref.img" "${files[@]}")
-    state=$(mdadm --examine "${files[0]}" 2>/dev/null | awk -F' : ' '/ State :/ {print $2}')
+    # Examined through a loop device: mdadm opens O_DIRECT, which the
+    # guest's tmpfs refuses.
     attach_loops "${files[@]}"
-    state=$(mdadm --examine "${LOOPS[0]}" | awk -F' : ' '/ State :/ {print $2}')
+    state=$(mdadm --examine "${LOOPS[0]}" | awk -F' : ' '/^ *State :/ {print $2}')
     cleanup
     [ "$state" = clean ] || fail "$name: after nbdraid stopped, mdadm says State: $state"
     mism=$(md_agrees "$name" "$dir/ref.img" "${files[@]}")
