@@ -140,14 +140,13 @@ claim_blk(struct raid_member *m)
 }
 
 /*
- * A file is locked: an OFD lock on all of it, write for a served member,
- * read for one only read.  It goes with the last fd, across nbdkit's fork.
+ * A file is locked: a write OFD lock on all of it.  It goes with the last
+ * fd, across nbdkit's fork.
  */
 static int
 lock_file(struct raid_member *m)
 {
-	struct flock fl = { .l_type = m->read_only ? F_RDLCK : F_WRLCK,
-			    .l_whence = SEEK_SET };
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 
 	return fcntl(m->fd, F_OFD_SETLK, &fl) == 0 ? 0 : -errno;
 }
@@ -157,8 +156,12 @@ member_claim(struct raid_member *m)
 {
 	int r;
 
-	if (m->fd < 0 || m->claimed) {
-		return 0; /* memory members; claimed already */
+	/*
+	 * Memory members; claimed already; opened only to read (info, check,
+	 * examine: like mdadm --examine, they may look at a member in use).
+	 */
+	if (m->fd < 0 || m->claimed || m->read_only) {
+		return 0;
 	}
 	r = m->is_blk ? claim_blk(m) : lock_file(m);
 	m->claimed = r == 0;

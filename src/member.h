@@ -55,12 +55,12 @@ int member_open(struct raid_member *m, unsigned role, const char *path,
 void member_close(struct raid_member *m);
 
 /*
- * Keep others off the member while it is ours: an OFD lock on a file
- * (write, or read when only read), O_EXCL on a block device.  Two nbdraid
- * never serve, check or create over one member at once, nor over a
- * device that is mounted or in a running md array.  0, or -EBUSY (logged,
- * naming the member) or another -errno.  Called once the members are
- * known not to overlap (two of ours would refuse each other).
+ * Keep others off the member while it is ours to write: an OFD lock on a
+ * file, O_EXCL on a block device.  Two nbdraid never serve or create over
+ * one member at once, nor over a device that is mounted or in a running md
+ * array.  A member opened only to read is not claimed.  0, or -EBUSY
+ * (logged, naming the member) or another -errno.  Called once the members
+ * are known not to overlap (two of ours would refuse each other).
  */
 int member_claim(struct raid_member *m);
 

@@ -10,4 +10,4 @@ cmake -S . -B build -DNBDRAID_WERROR=ON >/dev/null
 cmake --build build -j"$(nproc)"
 cd build
 ctest --output-on-failure --timeout 600 -LE vm "$@"
-ctest --output-on-failure --timeout 900 -L vm -V "$@"
+ctest --output-on-failure --timeout 1200 -L vm -V "$@"

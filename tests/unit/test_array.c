@@ -32,23 +32,17 @@
 
 /*
  * Random unaligned writes, trims, zeroes and reads against a flat model,
- * with array data starting data_offset into every member, and member-size=
- * member_size (0: none).
+ * over the array a spec makes; the members' bytes checked where md puts
+ * them, and nothing before each member's data offset changed.
  */
 static void
-random_ops_at(struct fixture *f, int level, const char *layout, unsigned n,
-	      uint64_t data_offset, uint64_t member_size)
+random_ops_spec(struct fixture *f, const struct fixture_spec *s)
 {
-	struct fixture_spec s = { .level = level,
-				  .layout = layout,
-				  .n = n,
-				  .mem_size = data_offset + 9 * CHUNK + 100,
-				  .data_offset = data_offset,
-				  .member_size = member_size };
 	uint8_t *model, *buf;
 	uint64_t size;
+	int level = s->level;
 
-	assert_int_equal(fixture_open(f, &s), 0);
+	assert_int_equal(fixture_open(f, s), 0);
 	size = f->a->size;
 	model = calloc(1, size);
 	buf = malloc(size);
@@ -79,6 +73,22 @@ random_ops_at(struct fixture *f, int level, const char *layout, unsigned n,
 	fixture_check_before_data(f);
 	free(model);
 	free(buf);
+}
+
+/* The same, with array data starting data_offset into every member, and
+ * member-size= member_size (0: none). */
+static void
+random_ops_at(struct fixture *f, int level, const char *layout, unsigned n,
+	      uint64_t data_offset, uint64_t member_size)
+{
+	struct fixture_spec s = { .level = level,
+				  .layout = layout,
+				  .n = n,
+				  .mem_size = data_offset + 9 * CHUNK + 100,
+				  .data_offset = data_offset,
+				  .member_size = member_size };
+
+	random_ops_spec(f, &s);
 }
 
 static void
@@ -134,31 +144,11 @@ test_array_data_offsets_per_member(void **state)
 					  .n = geo[g].n,
 					  .mem_size = (1u << 20) + 9 * CHUNK,
 					  .data_offsets = offsets };
-		uint8_t *model, *buf;
-		uint64_t size;
 
-		assert_int_equal(fixture_open(f, &s), 0);
-		size = f->a->size;
-		model = calloc(1, size);
-		buf = malloc(size);
-		for (unsigned i = 0; i < 200; i++) {
-			uint64_t off = t_rand(size);
-			uint64_t len = 1 + t_rand(MIN(size - off, 5 * CHUNK));
-
-			if (t_rand(3)) {
-				model_write(f->a, model, buf, len, off, 0);
-			} else {
-				model_zero(f->a, model, len, off, 0);
-			}
-		}
-		model_read(f->a, model, buf, size, 0);
-		fixture_check_members(f, model);
-		fixture_check_before_data(f);
+		random_ops_spec(f, &s);
 		if (geo[g].level == 5) {
 			fixture_check_parity(f);
 		}
-		free(model);
-		free(buf);
 	}
 }
 

@@ -62,31 +62,9 @@ raid1-x2-v1.0        1     -                 2       -        100      1.0
 raid5-ls-x4-v1.0     5     left-symmetric    4       64       0        1.0
 raid10-f2-x4-v1.0    10    f2                4       64       100      1.0"
 
-modprobe loop
-for m in raid0 raid1 raid10 raid456; do modprobe "$m"; done
+# shellcheck source=md-functions.sh
+source "$HERE/md-functions.sh"
 mdadm --version 2>&1 | sed 's/^/  /'
-
-LOOPS=()
-cleanup() {
-    mdadm --stop /dev/md0 >/dev/null 2>&1 || true
-    for l in "${LOOPS[@]}"; do losetup -d "$l" 2>/dev/null || true; done
-    LOOPS=()
-}
-trap cleanup EXIT
-
-attach_loops() { # files...
-    LOOPS=()
-    for f in "$@"; do LOOPS+=("$(losetup -f --show "$f")"); done
-}
-
-# Wait for md's check (or any sync action) to finish; print mismatch_cnt.
-md_check() {
-    local sys=/sys/block/md0/md
-    echo check > $sys/sync_action
-    sleep 0.2
-    while [ "$(cat $sys/sync_action)" != idle ]; do sleep 0.2; done
-    cat $sys/mismatch_cnt
-}
 
 # nbdraid's settings for the case, as one word per key.
 raid_keys() { # level layout chunkK doff_sectors files...

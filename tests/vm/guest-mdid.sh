@@ -51,29 +51,8 @@ md-raid1-x2-v1.0-bitmap 1     -                 2       -        1.0      intern
 md-raid10-n2-x4-v1.1    10    n2                4       64       1.1      -
 md-raid5-ls-x4-v1.1-bitmap 5  left-symmetric    4       64       1.1      internal"
 
-modprobe loop
-for m in raid0 raid1 raid10 raid456; do modprobe "$m"; done
-
-LOOPS=()
-cleanup() {
-    mdadm --stop /dev/md0 >/dev/null 2>&1 || true
-    for l in "${LOOPS[@]}"; do losetup -d "$l" 2>/dev/null || true; done
-    LOOPS=()
-}
-trap cleanup EXIT
-
-attach_loops() { # files...
-    LOOPS=()
-    for f in "$@"; do LOOPS+=("$(losetup -f --show "$f")"); done
-}
-
-md_check() { # prints md's mismatch_cnt after a full check
-    local sys=/sys/block/md0/md
-    echo check > $sys/sync_action
-    sleep 0.2
-    while [ "$(cat $sys/sync_action)" != idle ]; do sleep 0.2; done
-    cat $sys/mismatch_cnt
-}
+# shellcheck source=md-functions.sh
+source "$HERE/md-functions.sh"
 
 members_shuffled() { # files... -> member=... in a rotated order
     local n=$# first=$1

@@ -9,7 +9,7 @@
 # The guest's output streams to stdout, so the CI log keeps it.
 #
 # Environment: NBDRAID_PLUGIN, NBDRAID_CLI (default: build/ under the
-# source tree), VM_TIMEOUT (default 840 s).  Exit 77 (skipped) only when
+# source tree), VM_TIMEOUT (default 1100 s: a loaded machine runs the VM twice as slowly).  Exit 77 (skipped) only when
 # not root or a package is missing; .ci/deps --vm installs them.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd -P)
@@ -44,5 +44,5 @@ if [ "$accel" = auto ]; then # as run-in-vm.sh decides
 fi
 echo "tests/vm: booting $(ls /boot/vmlinuz-* | sort -V | tail -1) under $accel, parts: ${*:-fs md mdid}"
 VM_SHARE=$SRC VM_PASS_ENV="NBDRAID_SRC NBDRAID_PLUGIN NBDRAID_CLI" \
-VM_MEM=${VM_MEM:-3G} VM_TIMEOUT=${VM_TIMEOUT:-840} \
+VM_MEM=${VM_MEM:-3G} VM_TIMEOUT=${VM_TIMEOUT:-1100} \
     exec bash "$SRC/tests/vm/run-in-vm.sh" "$SRC/tests/vm/guest-main.sh" "$@"

@@ -26,16 +26,11 @@ raid0-x3               0     -                3       128      1.2      none
 raid10-f2-x3-bitmap    10    f2               3       64       1.2      internal
 raid5-ra-x3-v1.0-bitmap 5    right-asymmetric 3       32       1.0      internal"
 
-modprobe loop
-for m in raid0 raid1 raid10 raid456; do modprobe "$m"; done
+# OUT is tests/data/md of the source tree (the guest runs a copy of this
+# script, so its own path says nothing).
+# shellcheck source=../../vm/md-functions.sh
+source "$OUT/../../vm/md-functions.sh"
 mkdir -p "$OUT"
-LOOPS=()
-cleanup() {
-    mdadm --stop /dev/md0 >/dev/null 2>&1 || true
-    for l in "${LOOPS[@]}"; do losetup -d "$l" 2>/dev/null || true; done
-    LOOPS=()
-}
-trap cleanup EXIT
 
 # Sector of the superblock of a v1.MINOR member of `bytes` bytes.
 sb_sector() { # minor bytes
@@ -54,7 +49,7 @@ while read -r name level layout n chunk meta bitmap; do
         truncate -s "$SIZE" "$dir/d$i.img"
         files+=("$dir/d$i.img")
     done
-    for f in "${files[@]}"; do LOOPS+=("$(losetup -f --show "$f")"); done
+    attach_loops "${files[@]}"
     args=(--create /dev/md0 --run --quiet --metadata="$meta" --level="$level"
           --raid-devices="$n" --name="$name" --homehost=nbdraid-test)
     [ "$layout" = - ] || args+=(--layout="$layout")
