@@ -201,6 +201,90 @@ struct raid_place {
 int raid_locate(const struct raid_array *a, uint64_t offset,
 		struct raid_place *places, unsigned max);
 
+/*
+ * ---- degraded mode, status and control (docs/degraded.md) ----
+ *
+ * Every role of the array has a state.  A member whose I/O fails (after
+ * one retry) becomes faulty, recorded in the superblocks of the others
+ * before the request that saw the error is answered, and is never used
+ * again; a role with no member is missing.  The array is optimal, degraded
+ * (some role out, every byte still readable), rebuilding, or failed (some
+ * data unreachable: reads of it and every write answer EIO).
+ */
+enum raid_member_state {
+	RAID_MEMBER_IN_SYNC,
+	RAID_MEMBER_FAULTY,
+	RAID_MEMBER_MISSING,
+	RAID_MEMBER_SPARE,
+	RAID_MEMBER_REBUILDING,
+};
+enum raid_array_state {
+	RAID_ARRAY_OPTIMAL,
+	RAID_ARRAY_DEGRADED,
+	RAID_ARRAY_REBUILDING,
+	RAID_ARRAY_FAILED,
+};
+/* "in_sync", "faulty", ...; "optimal", "degraded", ... (the JSON names). */
+const char *raid_member_state_name(enum raid_member_state s);
+const char *raid_array_state_name(enum raid_array_state s);
+
+/* Client requests, counted per kind. */
+enum raid_req_kind {
+	RAID_REQ_READ,
+	RAID_REQ_WRITE,
+	RAID_REQ_FLUSH,
+	RAID_REQ_TRIM,
+	RAID_REQ_ZERO,
+	RAID_REQ_KINDS,
+};
+const char *raid_req_kind_name(enum raid_req_kind k); /* "read" ... */
+
+struct raid_member_status {
+	unsigned role;
+	const char *path; /* NULL: no member was given for the role */
+	enum raid_member_state state;
+	uint64_t read_errors;	  /* member reads that failed */
+	uint64_t write_errors;	  /* writes, flushes, trims, zeros */
+	uint64_t corrected_reads; /* sectors rewritten after a read error
+				     (md's cnt_corrected_read) */
+};
+struct raid_req_stats {
+	uint64_t requests, bytes, errors;
+};
+struct raid_status {
+	enum raid_array_state state;
+	int level;
+	char layout[32];
+	uint64_t size;
+	uint64_t chunk_bytes;
+	bool has_meta;	  /* md superblocks: uuid, name, events are set */
+	uint8_t uuid[16]; /* the array's */
+	char name[33];
+	uint64_t events;
+	bool clean;	     /* marked clean in the superblocks */
+	char reason[256];    /* why degraded or failed; "" when optimal */
+	unsigned nr_members; /* roles */
+	struct raid_member_status members[RAID_MAX_MEMBERS];
+	struct raid_req_stats io[RAID_REQ_KINDS];
+};
+int raid_status(struct raid_array *a, struct raid_status *st);
+/* st as one JSON object, without a newline (docs/degraded.md); free() it. */
+char *raid_status_json(const struct raid_status *st);
+
+/* A member by role number ("2") or path: its role, or -ENOENT. */
+int raid_member_lookup(const struct raid_array *a, const char *spec);
+/*
+ * mdadm --fail: mark the member faulty, recorded in the superblocks of
+ * the others.  0 (also when it already was); -EBUSY when it holds the last
+ * copy of some data (md refuses that too); -ENOENT for a missing role.
+ */
+int raid_fail_member(struct raid_array *a, unsigned role, const char *why);
+/*
+ * mdadm --remove: a faulty member leaves its role (recorded as removed),
+ * its file is closed and released.  -EBUSY while it is in sync.
+ */
+int raid_remove_member(struct raid_array *a, unsigned role);
+
 /* Log sink: every message of the core goes through here. */
 enum raid_log_level { RAID_LOG_ERROR, RAID_LOG_DEBUG };
 typedef void (*raid_log_fn)(enum raid_log_level lvl, const char *fmt,

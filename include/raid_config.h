@@ -53,7 +53,14 @@ struct raid_config {
 			       */
 	bool read_only;	      /* open members O_RDONLY (nbdraid check) */
 	enum raid_metadata metadata;
-	bool force;    /* take stale members back (mdadm --force) */
+	bool force;	  /* take stale members back (mdadm --force); start a
+			     dirty degraded RAID 5 */
+	bool degraded_ok; /* start with a role the superblocks count in sync
+			     but whose member is not here (mdadm --run) */
+	char *control;	  /* control=PATH: the control socket */
+	char *event;	  /* event=PROGRAM: run on each event */
+	char **faults;	  /* fault=ROLE:RULES, as given (io/fault.h) */
+	unsigned nr_faults;
 	bool has_uuid; /* uuid= given: select members by it */
 	uint8_t uuid[16];
 	char *name;	/* name= given: select members by it */

@@ -673,6 +673,7 @@ array_free(struct raid_array *a)
 {
 	range_lock_destroy(&a->write_lock);
 	stripe_locks_destroy(&a->stripe_locks);
+	pthread_mutex_destroy(&a->fail_lock);
 	free(a);
 }
 
@@ -726,6 +727,7 @@ array_create(const struct raid_config *cfg, struct raid_member *members,
 	a->nr_members = nr;
 	range_lock_init(&a->write_lock);
 	stripe_locks_init(&a->stripe_locks);
+	pthread_mutex_init(&a->fail_lock, NULL);
 	for (unsigned i = 0; i < nr; i++) {
 		atomic_init(&members[i].next_read, UINT64_MAX);
 	}

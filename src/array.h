@@ -11,6 +11,9 @@
  *                an unaligned write waits only for the overlapping writes
  *                that came before it.  Reads take nothing.
  *   stripe_locks RAID 5: a stripe's data and parity (stripe_lock.h).
+ *   fail_lock    member state changes (member.h: state), `broken` and
+ *                `reason`; taken by the data path only when a member I/O
+ *                has failed, and by the control calls.  Before meta->lock.
  * Everything else in the array is fixed after raid_open(); per-request
  * state (the batch, the bounce buffers, the io_uring ring) is per thread.
  */
@@ -58,7 +61,31 @@ struct raid_array {
 	struct stripe_locks stripe_locks;
 	struct raid_meta *meta; /* md superblocks; NULL in raw mode */
 	struct state_thread state;
+
+	pthread_mutex_t fail_lock; /* see above */
+	/*
+	 * Set when a member I/O error could not be absorbed (the member held
+	 * the last copy of some data): md's MD_BROKEN.  Writes answer EIO
+	 * from then on; reads are served where the data is still reachable.
+	 */
+	atomic_bool broken;
+	char reason[256]; /* why the array is degraded or failed */
+	/* Client requests per kind (raid.h: struct raid_status). */
+	struct {
+		atomic_uint_fast64_t requests, bytes, errors;
+	} io[RAID_REQ_KINDS];
+	struct event_runner *events;	/* event=PROGRAM, or NULL */
+	struct control_server *control; /* control=PATH, or NULL */
 };
+
+/*
+ * Report an event (mdadm --monitor's names: "Fail", "DegradedArray" ...)
+ * to the log and to event=PROGRAM; never blocks.  member: a path or NULL.
+ */
+void array_event(struct raid_array *a, const char *event, const char *member);
+
+/* The members not usable now (bit per role): faulty, missing ... */
+uint64_t array_lost(const struct raid_array *a);
 
 /*
  * The clean/active state in the superblocks (array_state.c; no-ops in raw

@@ -33,7 +33,7 @@ enum source {
 	SRC_FILE,
 };
 
-#define MAX_OPTIONS 16
+#define MAX_OPTIONS 24
 
 struct raid_config_sources {
 	enum source from[MAX_OPTIONS]; /* per option-table row */
@@ -213,6 +213,64 @@ set_force(struct raid_config *c, const char *v)
 	return 0;
 }
 
+/* degraded=ok: start without a member the superblocks count in sync. */
+static int
+set_degraded(struct raid_config *c, const char *v)
+{
+	if (strcmp(v, "ok") == 0) {
+		c->degraded_ok = true;
+		return 0;
+	}
+	if (raid_parse_bool(v, &c->degraded_ok) < 0) {
+		raid_error("degraded '%s': must be ok (or true), or false", v);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* A string option: an absolute path or a program, not empty. */
+static int
+set_string(char **dst, const char *key, const char *v)
+{
+	if (!*v) {
+		raid_error("%s: must not be empty", key);
+		return -EINVAL;
+	}
+	free(*dst);
+	*dst = strdup(v);
+	return *dst ? 0 : -ENOMEM;
+}
+
+static int
+set_control(struct raid_config *c, const char *v)
+{
+	return set_string(&c->control, "control", v);
+}
+
+static int
+set_event(struct raid_config *c, const char *v)
+{
+	return set_string(&c->event, "event", v);
+}
+
+/* fault=ROLE:RULES, kept as given; io/fault.c parses it. */
+static int
+set_fault(struct raid_config *c, const char *v)
+{
+	char **f = realloc(c->faults, (c->nr_faults + 1) * sizeof(*f));
+
+	if (!f) {
+		return -ENOMEM;
+	}
+	c->faults = f;
+	f[c->nr_faults] = strdup(v);
+	if (!f[c->nr_faults]) {
+		return -ENOMEM;
+	}
+	c->nr_faults++;
+	return 0;
+}
+
 /*
  * A size in bytes with nbdkit's suffixes, or in 512-byte sectors with an
  * "s" suffix, as `mdadm --examine` prints md's offsets and sizes ("Data
@@ -308,6 +366,18 @@ static const struct option options[] = {
 	{ "force", set_force, false, "force=false|true",
 	  "Take back members the superblocks call stale, as\n"
 	  "mdadm --assemble --force (default false)." },
+	{ "degraded", set_degraded, false, "degraded=ok",
+	  "Start even when a member the superblocks count in\n"
+	  "sync is not given or cannot be opened (mdadm --run)." },
+	{ "control", set_control, false, "control=PATH",
+	  "A unix socket to see and steer the array:\n"
+	  "nbdraid --control PATH status|fail|remove." },
+	{ "event", set_event, false, "event=PROGRAM",
+	  "Run PROGRAM EVENT ARRAY [MEMBER] on each event\n"
+	  "(Fail, DegradedArray ...: docs/degraded.md)." },
+	{ "fault", set_fault, true, "fault=ROLE:RULES",
+	  "Make member ROLE fail or slow down, for tests and\n"
+	  "rehearsals; repeat (docs/nbdkit-raid-plugin.md)." },
 	{ "data-offset", set_data_offset, false, "data-offset=SIZE",
 	  "Raw: array data starts SIZE into every member\n"
 	  "(default 0); 2048s = 2048 sectors, as mdadm --examine\n"
@@ -407,6 +477,12 @@ raid_config_free(struct raid_config *c)
 	free(c->members);
 	free(c->layout);
 	free(c->name);
+	free(c->control);
+	free(c->event);
+	for (unsigned i = 0; i < c->nr_faults; i++) {
+		free(c->faults[i]);
+	}
+	free(c->faults);
 	if (c->sources) {
 		free(c->sources->file);
 		free(c->sources);

@@ -1,9 +1,13 @@
 /*
  * member.h: one member of an array (a file or a block device).
  *
- * Member states arrive with superblocks; today a member is open or the
- * array is not assembled.  Member fds are opened once, before any worker
- * thread, and shared: all I/O is positional, so threads need no own fd.
+ * Member fds are opened once, before any worker thread, and shared: all
+ * I/O is positional, so threads need no own fd.  Every role of an array
+ * has a raid_member, also a role with no member (state missing, fd -1, be
+ * NULL).  `state` (enum raid_member_state) changes at run time: only the
+ * data path's error handling and the control calls change it, under the
+ * array's degraded lock (array.h); the data path reads it without a lock
+ * and issues no new I/O to a member that is not usable (member_usable).
  */
 #ifndef RAID_MEMBER_H
 #define RAID_MEMBER_H
@@ -14,7 +18,10 @@
 #include <sys/types.h>
 
 #include "io/io.h"
+#include "raid.h"
 #include "raid_config.h"
+
+struct fault;
 
 struct raid_member {
 	unsigned role;
@@ -32,7 +39,14 @@ struct raid_member {
 	dev_t dev;		/* identity, to refuse the same file */
 	ino_t ino;		/* twice (st_rdev for block devices) */
 	const struct io_backend *be;
-	void *priv; /* the backend's own (memory backend) */
+	void *priv;	     /* the backend's own (memory backend) */
+	struct fault *fault; /* fault= rules (io/fault.h), or NULL */
+
+	atomic_int state; /* enum raid_member_state */
+	/* For status (and md's cnt_corrected_read, kept in the superblock). */
+	atomic_uint_fast64_t read_errors;
+	atomic_uint_fast64_t write_errors;
+	atomic_uint_fast64_t corrected_reads; /* sectors */
 
 	/* I/Os queued to this member and not yet complete: read balancing. */
 	atomic_uint inflight;
@@ -49,6 +63,14 @@ struct raid_member {
 	atomic_bool alloc_ok;	   /* ...has worked: no need to ask */
 	atomic_bool no_discard;	   /* BLKDISCARD */
 };
+
+/* May the data path issue I/O to m (reads and writes)? */
+static inline bool
+member_usable(const struct raid_member *m)
+{
+	return atomic_load_explicit(&m->state, memory_order_acquire) ==
+	       RAID_MEMBER_IN_SYNC;
+}
 
 int member_open(struct raid_member *m, unsigned role, const char *path,
 		bool direct, bool read_only, enum raid_io_mode io);

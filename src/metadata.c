@@ -558,6 +558,7 @@ reorder(struct assembly *as, const int *by_role, unsigned roles,
 		sorted[r] = as->m[by_role[r]];
 		sorted[r].role = r;
 		keep[r] = as->f[by_role[r]].mm;
+		keep[r].present = true;
 	}
 	for (unsigned i = 0; i < as->nr; i++) {
 		bool used = false;
@@ -785,4 +786,32 @@ meta_select(const struct raid_config *cfg, char ***paths, unsigned *n)
 	}
 	meta_free_paths(all, nall);
 	return r;
+}
+
+/* ---- status ------------------------------------------------------------ */
+
+void
+meta_status(const struct raid_meta *meta, struct raid_status *st)
+{
+	const struct md_sb *ref = NULL;
+
+	if (!meta) {
+		return;
+	}
+	/* The freshest copy kept: a failed member's is never updated. */
+	for (unsigned i = 0; i < meta->nr; i++) {
+		const struct meta_member *mm = &meta->members[i];
+
+		if (mm->present && (!ref || mm->sb.events > ref->events)) {
+			ref = &mm->sb;
+		}
+	}
+	if (!ref) {
+		return;
+	}
+	st->has_meta = true;
+	memcpy(st->uuid, ref->set_uuid, sizeof(st->uuid));
+	snprintf(st->name, sizeof(st->name), "%s", ref->set_name);
+	st->events = ref->events;
+	st->clean = ref->resync_offset == MD_RESYNC_DONE;
 }

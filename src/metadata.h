@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "member.h"
+#include "raid.h"
 #include "raid_config.h"
 #include "superblock.h"
 
@@ -40,6 +41,7 @@
 struct meta_member {
 	struct md_sb sb;
 	uint64_t sb_sector;
+	bool present; /* a member holds the role (else sb is not read) */
 };
 
 struct raid_meta {
@@ -107,6 +109,9 @@ int meta_write(struct raid_member *members, const struct meta_member *mm,
  */
 int meta_select(const struct raid_config *cfg, char ***paths, unsigned *n);
 void meta_free_paths(char **paths, unsigned n);
+
+/* The identity and state for raid_status (nothing in raw mode). */
+void meta_status(const struct raid_meta *meta, struct raid_status *st);
 
 /* Nanoseconds on the monotonic clock. */
 uint64_t meta_now_ns(void);

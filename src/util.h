@@ -13,6 +13,7 @@
 #define ROUND_DOWN(x, align) (((uint64_t)(x)) & ~((uint64_t)(align)-1))
 #define ROUND_UP(x, align)   ROUND_DOWN((uint64_t)(x) + (align)-1, align)
 #define DIV_ROUND_UP(x, d)   ((((uint64_t)(x)) + (d)-1) / (d))
+#define ARRAY_SIZE(a)	     (sizeof(a) / sizeof((a)[0]))
 
 static inline bool
 is_power_of_2(uint64_t x)

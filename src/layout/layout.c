@@ -67,3 +67,10 @@ layout_no_name(const struct raid_geom *g, char *buf, size_t len)
 		buf[0] = '\0';
 	}
 }
+
+bool
+layout_enough_none(const struct raid_geom *g, uint64_t lost)
+{
+	(void)g;
+	return lost == 0;
+}

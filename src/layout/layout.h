@@ -125,6 +125,12 @@ struct raid_layout {
 	int (*md_layout_name)(uint32_t md_layout, char *name, size_t len,
 			      char *err, size_t errlen);
 	/*
+	 * Can the array still produce every byte with the members in `lost`
+	 * (bit per role) gone?  md's enough(): RAID 0 none, RAID 1 all but
+	 * one, RAID 5 one, RAID 10 one of every group of copies.  Pure.
+	 */
+	bool (*enough)(const struct raid_geom *g, uint64_t lost);
+	/*
 	 * Parity levels (stripe_pieces): the member holding the parity of a
 	 * stripe (a member chunk row).  NULL for the others.
 	 */
@@ -153,6 +159,9 @@ unsigned raid5_parity_member(const struct raid_geom *g, uint64_t stripe);
 
 /* The explicit table of levels (no constructors: see docs/design.md). */
 const struct raid_layout *layout_find(int level);
+
+/* enough() of the levels with one copy and no parity: nothing lost. */
+bool layout_enough_none(const struct raid_geom *g, uint64_t lost);
 
 /* For levels that have no layout choice: layout_name gives "", and setup
  * refuses any layout= but none (-EINVAL, with the reason in err). */

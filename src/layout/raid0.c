@@ -68,6 +68,7 @@ const struct raid_layout raid0_layout = {
 	.layout_name = layout_no_name,
 	.md_layout   = layout_md_none,
 	.md_layout_name = raid0_md_layout_name,
+	.enough      = layout_enough_none,
 	.read        = copies_read,
 	.write       = copies_write,
 };

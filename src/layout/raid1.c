@@ -41,6 +41,16 @@ raid1_map(const struct raid_geom *g, uint64_t chunk_no, struct raid_loc *locs)
 	return g->nr_members;
 }
 
+/* Every member is a copy: one is enough. */
+static bool
+raid1_enough(const struct raid_geom *g, uint64_t lost)
+{
+	uint64_t all =
+		g->nr_members == 64 ? ~0ull : (1ull << g->nr_members) - 1;
+
+	return (lost & all) != all;
+}
+
 /* clang-format off */
 const struct raid_layout raid1_layout = {
 	.name        = "raid1",
@@ -52,6 +62,7 @@ const struct raid_layout raid1_layout = {
 	.layout_name = layout_no_name,
 	.md_layout   = layout_md_none,
 	.md_layout_name = layout_md_name_none,
+	.enough      = raid1_enough,
 	.read        = copies_read,
 	.write       = copies_write,
 };

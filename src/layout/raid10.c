@@ -178,6 +178,33 @@ raid10_md_layout_name(uint32_t l, char *name, size_t len, char *err,
 	return 0;
 }
 
+/*
+ * md's _enough(): every run of `copies` consecutive members, starting at
+ * each multiple of the near copies, keeps one.  The near copies of a
+ * chunk are consecutive members and each far copy is shifted by the near
+ * count, so a chunk's places are always one such run.
+ */
+static bool
+raid10_enough(const struct raid_geom *g, uint64_t lost)
+{
+	unsigned n = g->nr_members, first = 0;
+
+	do {
+		unsigned alive = 0, m = first;
+
+		for (unsigned c = 0; c < g->copies; c++) {
+			alive += !((lost >> m) & 1);
+			m = (m + 1) % n;
+		}
+		if (!alive) {
+			return false;
+		}
+		first = (first + g->near_copies) % n;
+	} while (first != 0);
+	return true;
+}
+
+/* clang-format off */
 const struct raid_layout raid10_layout = {
 	.name        = "raid10",
 	.level       = 10,
@@ -187,6 +214,7 @@ const struct raid_layout raid10_layout = {
 	.layout_name = raid10_layout_name,
 	.md_layout   = raid10_md_layout,
 	.md_layout_name = raid10_md_layout_name,
+	.enough      = raid10_enough,
 	.read        = copies_read,
 	.write       = copies_write,
 };

@@ -471,6 +471,14 @@ raid5_write(struct raid_array *a, struct batch *b, const struct raid_piece *p)
 	}
 }
 
+/* Parity rebuilds one member, any one. */
+static bool
+raid5_enough(const struct raid_geom *g, uint64_t lost)
+{
+	(void)g;
+	return (lost & (lost - 1)) == 0;
+}
+
 /* clang-format off */
 static uint32_t
 raid5_md_layout(const struct raid_geom *g)
@@ -509,6 +517,7 @@ const struct raid_layout raid5_layout = {
 	.md_layout     = raid5_md_layout,
 	.md_layout_name = raid5_md_layout_name,
 	.parity_member = raid5_parity_member,
+	.enough        = raid5_enough,
 	.read          = copies_read,
 	.write         = raid5_write,
 };

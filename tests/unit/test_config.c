@@ -384,10 +384,11 @@ static void
 test_config_help_lists_every_key(void **state)
 {
 	static const char *const keys[] = {
-		"level=",	"member=", "chunk=",	"layout=",
-		"direct=",	"io=",	   "metadata=", "data-offset=",
-		"member-size=", "force=",  "config=",	"uuid=",
-		"name=",
+		"level=",	"member=",   "chunk=",	  "layout=",
+		"direct=",	"io=",	     "metadata=", "data-offset=",
+		"member-size=", "force=",    "config=",	  "uuid=",
+		"name=",	"degraded=", "control=",  "event=",
+		"fault=",
 	};
 	const char *help = raid_config_help();
 	unsigned usage_lines = 0;

@@ -1,0 +1,155 @@
+/*
+ * status.c: what the array is now, for the control socket, the CLI and
+ * the log: its state, each role's member and counters, the requests
+ * served (raid.h: struct raid_status; docs/degraded.md).
+ *
+ * The states are read without a lock (each is one atomic): a status taken
+ * while a member fails may show the moment before or after, never a mix
+ * within one member.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "array.h"
+#include "log.h"
+#include "util.h"
+
+static const char *const member_states[] = {
+	[RAID_MEMBER_IN_SYNC] = "in_sync",
+	[RAID_MEMBER_FAULTY] = "faulty",
+	[RAID_MEMBER_MISSING] = "missing",
+	[RAID_MEMBER_SPARE] = "spare",
+	[RAID_MEMBER_REBUILDING] = "rebuilding",
+};
+
+static const char *const array_states[] = {
+	[RAID_ARRAY_OPTIMAL] = "optimal",
+	[RAID_ARRAY_DEGRADED] = "degraded",
+	[RAID_ARRAY_REBUILDING] = "rebuilding",
+	[RAID_ARRAY_FAILED] = "failed",
+};
+
+static const char *const req_kinds[] = {
+	[RAID_REQ_READ] = "read",   [RAID_REQ_WRITE] = "write",
+	[RAID_REQ_FLUSH] = "flush", [RAID_REQ_TRIM] = "trim",
+	[RAID_REQ_ZERO] = "zero",
+};
+
+const char *
+raid_member_state_name(enum raid_member_state s)
+{
+	return (unsigned)s < ARRAY_SIZE(member_states) ? member_states[s]
+						       : "unknown";
+}
+
+const char *
+raid_array_state_name(enum raid_array_state s)
+{
+	return (unsigned)s < ARRAY_SIZE(array_states) ? array_states[s]
+						      : "unknown";
+}
+
+const char *
+raid_req_kind_name(enum raid_req_kind k)
+{
+	return (unsigned)k < ARRAY_SIZE(req_kinds) ? req_kinds[k] : "unknown";
+}
+
+uint64_t
+array_lost(const struct raid_array *a)
+{
+	uint64_t lost = 0;
+
+	for (unsigned i = 0; i < a->nr_members; i++) {
+		if (!member_usable(&a->members[i])) {
+			lost |= 1ull << i;
+		}
+	}
+	return lost;
+}
+
+static enum raid_array_state
+array_state(const struct raid_array *a)
+{
+	uint64_t lost = array_lost(a);
+	bool rebuilding = false;
+
+	for (unsigned i = 0; i < a->nr_members; i++) {
+		rebuilding |= atomic_load(&a->members[i].state) ==
+			      RAID_MEMBER_REBUILDING;
+	}
+	if (atomic_load(&a->broken) || !a->layout->enough(&a->g, lost)) {
+		return RAID_ARRAY_FAILED;
+	}
+	if (rebuilding) {
+		return RAID_ARRAY_REBUILDING;
+	}
+	return lost ? RAID_ARRAY_DEGRADED : RAID_ARRAY_OPTIMAL;
+}
+
+int
+raid_status(struct raid_array *a, struct raid_status *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->state = array_state(a);
+	st->level = a->layout->level;
+	a->layout->layout_name(&a->g, st->layout, sizeof(st->layout));
+	st->size = a->size;
+	st->chunk_bytes = a->chunk_bytes;
+	st->nr_members = a->nr_members;
+	for (unsigned i = 0; i < a->nr_members; i++) {
+		struct raid_member *m = &a->members[i];
+		struct raid_member_status *ms = &st->members[i];
+
+		ms->role = i;
+		ms->path = m->path;
+		ms->state = atomic_load(&m->state);
+		ms->read_errors = atomic_load(&m->read_errors);
+		ms->write_errors = atomic_load(&m->write_errors);
+		ms->corrected_reads = atomic_load(&m->corrected_reads);
+	}
+	for (unsigned k = 0; k < RAID_REQ_KINDS; k++) {
+		st->io[k].requests = atomic_load(&a->io[k].requests);
+		st->io[k].bytes = atomic_load(&a->io[k].bytes);
+		st->io[k].errors = atomic_load(&a->io[k].errors);
+	}
+	pthread_mutex_lock(&a->fail_lock);
+	if (st->state != RAID_ARRAY_OPTIMAL) {
+		snprintf(st->reason, sizeof(st->reason), "%s", a->reason);
+	}
+	pthread_mutex_unlock(&a->fail_lock);
+	meta_status(a->meta, st);
+	return 0;
+}
+
+int
+raid_member_lookup(const struct raid_array *a, const char *spec)
+{
+	char *end;
+	unsigned long n;
+
+	if (!spec || !*spec) {
+		return -ENOENT;
+	}
+	n = strtoul(spec, &end, 10);
+	if (*end == '\0' && end != spec) {
+		return n < a->nr_members ? (int)n : -ENOENT;
+	}
+	for (unsigned i = 0; i < a->nr_members; i++) {
+		if (a->members[i].path &&
+		    strcmp(a->members[i].path, spec) == 0) {
+			return (int)i;
+		}
+	}
+	return -ENOENT;
+}
+
+void
+array_event(struct raid_array *a, const char *event, const char *member)
+{
+	raid_error("event %s%s%s", event, member ? " " : "",
+		   member ? member : "");
+	(void)a;
+}
