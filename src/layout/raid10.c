@@ -204,7 +204,6 @@ raid10_enough(const struct raid_geom *g, uint64_t lost)
 	return true;
 }
 
-/* clang-format off */
 const struct raid_layout raid10_layout = {
 	.name        = "raid10",
 	.level       = 10,
