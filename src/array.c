@@ -170,6 +170,9 @@ rewrite_member(struct raid_array *a, const void *buf, uint64_t count,
 	if (r == 0) {
 		r = batch_run(b);
 	}
+	if (r == 0 && !((batch_changed(b) >> role) & 1)) {
+		r = -ENODATA; /* the range holds nothing of the member */
+	}
 	if (r == 0 && posix_memalign(&back, IO_BUF_ALIGN, count) != 0) {
 		return -ENOMEM;
 	}
@@ -214,6 +217,13 @@ repair_members(struct raid_array *a, const void *buf, uint64_t count,
 					   "more than 20 corrected read errors",
 					   FAIL_READ);
 			}
+			continue;
+		}
+		if (r == -ENODATA) {
+			raid_error(
+				"member %u (%s): read error near array offset %llu+%llu left: the range holds none of its bytes",
+				i, m->path, (unsigned long long)off,
+				(unsigned long long)count);
 			continue;
 		}
 		snprintf(why, sizeof(why),
@@ -464,8 +474,8 @@ repair_after_write(struct raid_array *a, uint64_t count, uint64_t off,
 		   uint64_t members)
 {
 	uint64_t unit = a->write_piece_bytes;
-	uint64_t lo = ROUND_DOWN(off, unit);
-	uint64_t hi = MIN(ROUND_UP(off + count, unit), a->size);
+	uint64_t lo = ROUND_DOWN_ANY(off, unit);
+	uint64_t hi = MIN(ROUND_UP_ANY(off + count, unit), a->size);
 	void *buf = NULL;
 
 	if (posix_memalign(&buf, IO_BUF_ALIGN, hi - lo) != 0) {

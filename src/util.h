@@ -13,6 +13,9 @@
 #define ROUND_DOWN(x, align) (((uint64_t)(x)) & ~((uint64_t)(align)-1))
 #define ROUND_UP(x, align)   ROUND_DOWN((uint64_t)(x) + (align)-1, align)
 #define DIV_ROUND_UP(x, d)   ((((uint64_t)(x)) + (d)-1) / (d))
+/* Any multiple (a RAID 5 stripe of 3 chunks is not a power of two). */
+#define ROUND_DOWN_ANY(x, m) ((((uint64_t)(x)) / (m)) * (m))
+#define ROUND_UP_ANY(x, m)   (DIV_ROUND_UP(x, m) * (m))
 #define ARRAY_SIZE(a)	     (sizeof(a) / sizeof((a)[0]))
 
 static inline bool

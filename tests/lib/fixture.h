@@ -58,7 +58,8 @@ void fixture_close(struct fixture *f);
 
 /* Zero every member's request counters (ops, count[], FUA, vectors). */
 void fixture_reset_counts(struct fixture *f);
-/* Every copy of every array byte holds model's byte (raid_locate). */
+/* Every copy of every array byte holds model's byte (raid_locate), on
+ * every member still in the array. */
 void fixture_check_members(struct fixture *f, const uint8_t *model);
 /* No member byte before data-offset changed. */
 void fixture_check_before_data(struct fixture *f);

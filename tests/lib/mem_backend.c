@@ -79,10 +79,14 @@ mem_one(struct io_req *r)
 	     mm->ops < mm->fail_at + (mm->fail_times ? mm->fail_times : 1))) {
 		return -mm->fail_errno;
 	}
-	if ((mm->bad_ops & (1u << r->op)) &&
-	    r->off < mm->bad_off + mm->bad_len &&
+	if (r->off < mm->bad_off + mm->bad_len &&
 	    mm->bad_off < r->off + r->len) {
-		return -mm->fail_errno;
+		if (mm->bad_ops & (1u << r->op)) {
+			return -mm->fail_errno;
+		}
+		if (mm->bad_heal && r->op == IO_WRITE) {
+			mm->bad_ops = 0; /* the disk remapped the sector */
+		}
 	}
 	if (mm->refuse_ops & (1u << r->op)) {
 		return -EOPNOTSUPP;

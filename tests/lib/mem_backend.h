@@ -34,8 +34,9 @@ struct mem_member {
 	 * [bad_off, bad_off + bad_len) fail with fail_errno, every time. */
 	unsigned bad_ops;
 	uint64_t bad_off, bad_len;
-	int fail_errno;	     /* positive errno */
-	unsigned delay_us;   /* sleep before each request: widen races */
+	bool bad_heal;	   /* a write over the range heals it (a disk remaps) */
+	int fail_errno;	   /* positive errno */
+	unsigned delay_us; /* sleep before each request: widen races */
 	unsigned refuse_ops; /* 1 << op: refused with EOPNOTSUPP, as a
 				filesystem refuses an fallocate mode */
 };
