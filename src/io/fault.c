@@ -504,8 +504,10 @@ fault_attach(struct raid_member *m, unsigned nr, char *const *specs,
 		built[i]->be = m[i].be;
 		m[i].fault = built[i];
 		m[i].be = &fault_backend;
-		raid_debug("member %u (%s): %u fault rule%s", i, m[i].path,
-			   count[i], count[i] == 1 ? "" : "s");
+		for (unsigned k = 0; k < built[i]->nr_rules; k++) {
+			raid_debug("member %u (%s): fault '%s'", i, m[i].path,
+				   built[i]->rules[k].spec);
+		}
 	}
 	return r;
 }
@@ -587,9 +589,10 @@ rule_hits(struct fault_rule *r, const struct io_req *q)
 		return false;
 	}
 	if (atomic_fetch_add_explicit(&r->hits, 1, memory_order_relaxed) == 0) {
-		raid_debug("member %u: fault '%s': first hit (%s at %llu+%llu)",
-			   q->m->role, r->spec, op_names[q->op],
-			   (unsigned long long)off, (unsigned long long)len);
+		raid_debug(
+			"member %u (%s): fault '%s': first hit (%s at %llu+%llu)",
+			q->m->role, q->m->path, r->spec, op_names[q->op],
+			(unsigned long long)off, (unsigned long long)len);
 	}
 	return true;
 }
