@@ -10,6 +10,10 @@
     ENOSPC while PATH exists: none before, all of member 0's while it is
     there (member 1's outside the bad range still pass), none after it is
     removed;
+  * with md superblocks ROLE is the superblock's role, not the order of
+    member=: members created a, b and given as b, a, fault=1 fails the
+    reads of b's chunks (array chunk 1) and not a's (skipped without
+    $NBDRAID_CLI);
   * a bad fault= value or a role the array lacks stops nbdkit at startup
     with its message.
 Nothing is written after the first failed read (a RAID 0 that has failed
@@ -19,6 +23,7 @@ may refuse writes).
 import errno
 import os
 import random
+import subprocess
 import sys
 
 import nbd
@@ -132,6 +137,31 @@ def startup_refusals(paths, geo):
         print("ok refused %s: %s" % (extra, want))
 
 
+def md_roles(d):
+    cli = os.environ.get("NBDRAID_CLI")
+    if not cli or not os.path.isfile(cli):
+        print("md roles case skipped: NBDRAID_CLI not built")
+        return
+    folder = os.path.join(d, "md")
+    os.mkdir(folder)
+    a, b = make_members(folder, [4 * MiB, 4 * MiB])
+    r = subprocess.run([cli, "create", "--level", "0", "--chunk", "64K",
+                        a, b], capture_output=True, text=True)
+    check(r.returncode == 0, "nbdraid create: exit %d\n%s%s" % (
+        r.returncode, r.stdout, r.stderr))
+    with Server(["member=%s" % b, "member=%s" % a,
+                 "fault=1:ops=read"]) as srv:
+        h = srv.connect()
+        h.pread(CHUNK, 0)                         # chunk 0: role 0, a
+        read_fails(h, CHUNK, CHUNK, errno.EIO, "md role 1")
+        read_fails(h, 3 * CHUNK + 5, 1, errno.EIO, "md role 1")
+        h.pread(CHUNK, 2 * CHUNK)
+        log = srv.stderr()
+        check("member 1 (%s): read at" % b in log,
+              "the failed read was not member 1 (%s):\n%s" % (b, log))
+    print("ok md roles: fault=1 is %s, given first" % b)
+
+
 def main():
     rng = random.Random(seed("test-fault-inject"))
     plugin()
@@ -139,6 +169,7 @@ def main():
         geo = Geometry(0, [MiB, MiB], CHUNK)
         paths = make_members(d, [MiB, MiB])
         startup_refusals(paths, geo)
+        md_roles(d)
         flag = os.path.join(d, "fail-0")
         faults = ["fault=1:ops=read,range=%d+%d" % (BAD_MEMBER_OFF, BAD_LEN),
                   "fault=0:ops=read,trigger=%s,errno=ENOSPC" % flag]
