@@ -262,7 +262,7 @@ rule_defaults(struct fault_rule *r)
 	atomic_init(&r->hits, 0);
 }
 
-/* One NAME=VALUE item: its reason in *why when refused. */
+/* One NAME=VALUE setting: its reason in *why when refused. */
 static int
 parse_item(struct fault_rule *r, char *item, unsigned *given, const char **why,
 	   char *buf, size_t buflen)
@@ -270,11 +270,11 @@ parse_item(struct fault_rule *r, char *item, unsigned *given, const char **why,
 	char *eq = strchr(item, '=');
 
 	if (!*item) {
-		*why = "empty rule (two commas, or one at an end)";
+		*why = "empty setting (two commas, or one at an end)";
 		return -EINVAL;
 	}
 	if (!eq) {
-		snprintf(buf, buflen, "rule '%s' must be NAME=VALUE", item);
+		snprintf(buf, buflen, "setting '%s' must be NAME=VALUE", item);
 		*why = buf;
 		return -EINVAL;
 	}
@@ -297,7 +297,7 @@ parse_item(struct fault_rule *r, char *item, unsigned *given, const char **why,
 	}
 	snprintf(
 		buf, buflen,
-		"unknown rule '%s' (ops, rate, after, range, trigger, latency, errno, error, seed)",
+		"unknown setting '%s' (ops, rate, after, range, trigger, latency, errno, error, seed)",
 		item);
 	*why = buf;
 	return -EINVAL;
@@ -317,25 +317,17 @@ parse_role(struct fault_rule *r, const char *spec, const char **rest)
 	return r->role < RAID_MAX_MEMBERS ? 0 : -EINVAL;
 }
 
-/* The rules after ROLE: items, then what they say together. */
+/* The settings after ROLE (none: every I/O fails), then them together. */
 static int
 parse_items(struct fault_rule *r, char *list, const char **why, char *buf,
 	    size_t buflen)
 {
+	char *rest = *list ? list : NULL, *item;
 	unsigned given = 0;
-	char *item = list, *next;
 	int ret = 0;
 
-	while (*list && ret == 0) {
-		next = strchr(item, ',');
-		if (next) {
-			*next = '\0';
-		}
+	while (ret == 0 && (item = strsep(&rest, ",")) != NULL) {
 		ret = parse_item(r, item, &given, why, buf, buflen);
-		if (!next) {
-			break;
-		}
-		item = next + 1;
 	}
 	if (ret < 0) {
 		return ret;
