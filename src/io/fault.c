@@ -694,13 +694,27 @@ own_backend(const struct io_req *q)
 	return q->m->fault->be;
 }
 
+static bool
+all_failed(const struct io_req *reqs, unsigned nr)
+{
+	for (unsigned i = 0; i < nr; i++) {
+		if (reqs[i].res == 0) {
+			return false;
+		}
+	}
+	return true;
+}
+
 /* Run the reqs that passed (res 0) through their members' backends. */
 static void
 pass_copied(struct io_req *reqs, unsigned nr)
 {
-	struct scratch *s = scratch_get(nr);
+	struct scratch *s = NULL;
 	unsigned n = 0;
 
+	if (!all_failed(reqs, nr)) {
+		s = scratch_get(nr);
+	}
 	for (unsigned i = 0; i < nr; i++) {
 		if (reqs[i].res < 0) {
 			continue;
