@@ -4,14 +4,16 @@
  * on data over memory members (ops, rate with a seed, after, range edges,
  * trigger, latency as a lower bound, errno, error=none), several rules on
  * one member, members without rules left alone, vectored results copied
- * back as the member's own backend left them, an array whose member 1
- * fails a range, and raid_open refusing a role the array does not have.
+ * back as the member's own backend left them, threads sharing a rule's
+ * counters, an array whose member 1 fails a range, and raid_open
+ * refusing a role the array does not have.
  */
 #undef NDEBUG
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -772,6 +774,94 @@ test_fault_array_raid0_bad_range(void **state)
 	detach_all(f);
 }
 
+/* A backend that completes every req at once, touching nothing else. */
+static int
+null_submit_wait(struct io_req *reqs, unsigned nr)
+{
+	for (unsigned i = 0; i < nr; i++) {
+		reqs[i].done = reqs[i].len;
+		reqs[i].res = 0;
+	}
+	return 0;
+}
+
+static const struct io_backend null_backend = {
+	.name = "null",
+	.submit_wait = null_submit_wait,
+};
+
+#define THREADS	     4
+#define THREAD_READS 2500
+
+struct reader {
+	pthread_t t;
+	struct raid_member *m;
+	unsigned failed;
+};
+
+static void *
+reader_main(void *p)
+{
+	struct reader *rd = p;
+	struct io_req r;
+
+	for (unsigned i = 0; i < THREAD_READS; i++) {
+		r = (struct io_req){ .m = rd->m,
+				     .op = IO_READ,
+				     .len = 512,
+				     .off = 0 };
+		rd->m->be->submit_wait(&r, 1);
+		rd->failed += r.res < 0;
+	}
+	return NULL;
+}
+
+/* Failures among THREADS threads reading at once. */
+static unsigned
+threads_failed(struct raid_member *m)
+{
+	struct reader rd[THREADS];
+	unsigned failed = 0;
+
+	for (unsigned i = 0; i < THREADS; i++) {
+		rd[i] = (struct reader){ .m = m };
+		assert_int_equal(
+			pthread_create(&rd[i].t, NULL, reader_main, &rd[i]), 0);
+	}
+	for (unsigned i = 0; i < THREADS; i++) {
+		pthread_join(rd[i].t, NULL);
+		failed += rd[i].failed;
+	}
+	return failed;
+}
+
+/*
+ * Threads share a rule's counters without losing any: after=1M over
+ * 512-byte reads lets exactly 2048 pass, however the threads interleave;
+ * rate=0.25 hits a quarter (5 sigma) and every hit is counted once.
+ */
+static void
+test_fault_threads_share_counters(void **state)
+{
+	enum { N = THREADS * THREAD_READS };
+	struct fixture *f = *state;
+	char *after[] = { "0:after=1M" }, *rate[] = { "0:rate=0.25,seed=3" };
+	unsigned n;
+
+	members(f, 1);
+	f->m->be = &null_backend;
+	attach(f, after, 1);
+	assert_int_equal(threads_failed(f->m), N - 2048);
+	assert_int_equal(f->m->fault->rules[0].seen, (uint64_t)N * 512);
+	attach(f, rate, 1);
+	n = threads_failed(f->m);
+	assert_in_range(n, N / 4 - 217, N / 4 + 217);
+	assert_int_equal(fault_hits(f->m), n);
+	detach_all(f);
+	assert_ptr_equal(f->m->be, &null_backend);
+	f->m->be = &mem_backend;
+}
+
 /* raid_open: a role the array lacks is refused; the rules are attached. */
 static void
 test_fault_open_roles(void **state)
@@ -856,6 +946,9 @@ main(void)
 			fault_teardown),
 		cmocka_unit_test_setup_teardown(
 			test_fault_array_raid0_bad_range, fixture_setup,
+			fault_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_fault_threads_share_counters, fixture_setup,
 			fault_teardown),
 		cmocka_unit_test_setup(test_fault_open_roles, t_setup),
 	};
