@@ -36,6 +36,7 @@
 #include "array.h"
 #include "io/batch.h"
 #include "io/bounce.h"
+#include "io/fault.h"
 #include "log.h"
 #include "member_overlap.h"
 #include "util.h"
@@ -1248,7 +1249,14 @@ raid_open(const struct raid_config *cfg, struct raid_array **out)
 		i = nr; /* assembly closed the members it left out */
 	}
 	if (r == 0) {
+		/* fault= rules, by role: known only now (superblocks). */
 		(*out)->owns_members = true;
+		r = fault_attach((*out)->members, (*out)->nr_members,
+				 cfg->faults, cfg->nr_faults);
+		if (r < 0) {
+			raid_close(*out);
+			*out = NULL;
+		}
 	} else {
 		while (i--) {
 			member_close(&m[i]);

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "io/fault.h"
 #include "layout/layout.h"
 #include "log.h"
 #include "raid_config.h"
@@ -669,14 +670,18 @@ raid_config_load(struct raid_config *c, const char *path)
 int
 raid_config_check(const struct raid_config *c)
 {
+	int r;
+
 	if (!c->nr_members) {
 		raid_error("member= is required (one per member)");
 		return -EINVAL;
 	}
-	if (c->metadata == RAID_META_NONE) {
-		return raid_config_check_raw(c);
+	/* A fault= value is refused now; its role once the roles are known. */
+	r = fault_check(c->faults, c->nr_faults);
+	if (r == 0 && c->metadata == RAID_META_NONE) {
+		r = raid_config_check_raw(c);
 	}
-	return 0;
+	return r;
 }
 
 bool

@@ -25,6 +25,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "io/fault.h"
 #include "log.h"
 #include "member.h"
 
@@ -242,6 +243,7 @@ member_missing(struct raid_member *m, unsigned role, const char *path)
 void
 member_close(struct raid_member *m)
 {
+	fault_detach(m);
 	if (m->fd >= 0) {
 		close(m->fd);
 	}
