@@ -149,13 +149,30 @@ read_bounced(struct raid_array *a, void *buf, uint64_t count, uint64_t off)
 	return r;
 }
 
-int
-raid_pread(struct raid_array *a, void *buf, uint32_t count, uint64_t offset,
-	   uint32_t flags)
+/*
+ * Count a client request for raid_status: its bytes when it succeeded, an
+ * error when it failed (a fast zero refused is not one: the client asked
+ * whether it could be done).  Returns r.
+ */
+static int
+counted(struct raid_array *a, enum raid_req_kind k, uint64_t bytes, int r)
+{
+	atomic_fetch_add_explicit(&a->io[k].requests, 1, memory_order_relaxed);
+	if (r >= 0) {
+		atomic_fetch_add_explicit(&a->io[k].bytes, bytes,
+					  memory_order_relaxed);
+	} else if (r != -ENOTSUP) {
+		atomic_fetch_add_explicit(&a->io[k].errors, 1,
+					  memory_order_relaxed);
+	}
+	return r;
+}
+
+static int
+array_pread(struct raid_array *a, void *buf, uint32_t count, uint64_t offset)
 {
 	int r = check_range(a, count, offset);
 
-	(void)flags;
 	if (r < 0) {
 		return r;
 	}
@@ -163,6 +180,15 @@ raid_pread(struct raid_array *a, void *buf, uint32_t count, uint64_t offset,
 		return array_read(a, buf, count, offset);
 	}
 	return read_bounced(a, buf, count, offset);
+}
+
+int
+raid_pread(struct raid_array *a, void *buf, uint32_t count, uint64_t offset,
+	   uint32_t flags)
+{
+	(void)flags;
+	return counted(a, RAID_REQ_READ, count,
+		       array_pread(a, buf, count, offset));
 }
 
 /* Read the partial edge blocks of [off, off+count), patch, write it all. */
@@ -284,7 +310,7 @@ flush_members(struct raid_array *a, uint64_t which)
 int
 raid_flush(struct raid_array *a)
 {
-	return flush_members(a, ~0ull);
+	return counted(a, RAID_REQ_FLUSH, 0, flush_members(a, ~0ull));
 }
 
 /*
@@ -448,7 +474,7 @@ raid_pwrite(struct raid_array *a, const void *buf, uint32_t count,
 		r = array_pwrite(a, buf, count, offset, flags);
 		state_write_end(a);
 	}
-	return r;
+	return counted(a, RAID_REQ_WRITE, count, r);
 }
 
 int
@@ -460,7 +486,7 @@ raid_trim(struct raid_array *a, uint32_t count, uint64_t offset, uint32_t flags)
 		r = array_trim(a, count, offset, flags);
 		state_write_end(a);
 	}
-	return r;
+	return counted(a, RAID_REQ_TRIM, count, r);
 }
 
 int
@@ -472,7 +498,7 @@ raid_zero(struct raid_array *a, uint32_t count, uint64_t offset, uint32_t flags)
 		r = array_zero(a, count, offset, flags);
 		state_write_end(a);
 	}
-	return r;
+	return counted(a, RAID_REQ_ZERO, count, r);
 }
 
 /* ---- extents ----------------------------------------------------------- */
