@@ -48,6 +48,12 @@
 
 /* ---- the data path ----------------------------------------------------- */
 
+/* How a request's pieces go (raid_piece: avoid, only). */
+struct req_mode {
+	uint64_t avoid; /* members whose reads failed in this request */
+	uint64_t only;	/* repair: I/O to these members only */
+};
+
 /*
  * Cut [off, off+count) into pieces of at most `piece` bytes, aligned to
  * it, and hand them to the level's read or write op: the request's batch
@@ -55,7 +61,8 @@
  */
 static int
 array_pieces(struct raid_array *a, struct batch *b, int op, uint32_t flags,
-	     void *buf, uint64_t count, uint64_t off, uint64_t piece)
+	     struct req_mode mode, void *buf, uint64_t count, uint64_t off,
+	     uint64_t piece)
 {
 	uint64_t mask = a->chunk_bytes - 1;
 	int r = 0;
@@ -68,6 +75,8 @@ array_pieces(struct raid_array *a, struct batch *b, int op, uint32_t flags,
 			.buf = buf,
 			.op = op,
 			.flags = flags,
+			.avoid = mode.avoid,
+			.only = mode.only,
 		};
 
 		r = op == IO_READ ? a->layout->read(a, b, &p)
@@ -82,32 +91,250 @@ array_pieces(struct raid_array *a, struct batch *b, int op, uint32_t flags,
 	return r;
 }
 
-static int
-array_read(struct raid_array *a, void *buf, uint64_t count, uint64_t off)
+static void
+role_list(uint64_t roles, char *buf, size_t len)
 {
-	struct batch *b = batch_begin();
-	int r;
+	size_t at = 0;
 
-	if (!b) {
-		return -ENOMEM;
+	buf[0] = '\0';
+	for (unsigned i = 0; i < RAID_MAX_MEMBERS && at < len; i++) {
+		if ((roles >> i) & 1) {
+			at += snprintf(buf + at, len - at, "%s%u",
+				       at ? ", " : "", i);
+		}
 	}
-	r = array_pieces(a, b, IO_READ, 0, buf, count, off, a->chunk_bytes);
-	return r < 0 ? r : batch_run(b);
 }
 
+/* One pass of a read; *failed: the members whose reads failed. */
 static int
-array_write(struct raid_array *a, const void *buf, uint64_t count, uint64_t off,
-	    uint32_t flags)
+read_once(struct raid_array *a, struct req_mode mode, void *buf, uint64_t count,
+	  uint64_t off, uint64_t *failed)
 {
 	struct batch *b = batch_begin();
+	int r;
+
+	*failed = 0;
+	if (!b) {
+		return -ENOMEM;
+	}
+	r = array_pieces(a, b, IO_READ, 0, mode, buf, count, off,
+			 a->chunk_bytes);
+	if (r == 0) {
+		r = batch_run(b);
+	}
+	*failed = batch_failed_reads(b);
+	return r;
+}
+
+/* md's max_corr_read_errors: a member corrected more often is failed. */
+#define MAX_CORRECTED_READ_ERRORS 20
+#define READ_ERROR_DECAY_NS	  (3600ull * 1000000000ull) /* halves */
+
+/* Count one corrected read error; has the member had too many? */
+static bool
+too_many_read_errors(struct raid_array *a, struct raid_member *m)
+{
+	uint64_t now = meta_now_ns(), hours;
+	bool over;
+
+	pthread_mutex_lock(&a->fail_lock);
+	hours = m->last_read_error_ns
+			? (now - m->last_read_error_ns) / READ_ERROR_DECAY_NS
+			: 0;
+	m->recent_read_errors =
+		hours >= 32 ? 0 : m->recent_read_errors >> hours;
+	m->last_read_error_ns = now;
+	over = ++m->recent_read_errors > MAX_CORRECTED_READ_ERRORS;
+	pthread_mutex_unlock(&a->fail_lock);
+	return over;
+}
+
+/*
+ * Write buf back to member `role` alone (its places in [off, off+count)),
+ * read it back and compare: md's fix_read_error.  0 when the member now
+ * holds and returns the right bytes.
+ */
+static int
+rewrite_member(struct raid_array *a, const void *buf, uint64_t count,
+	       uint64_t off, unsigned role)
+{
+	struct req_mode mode = { .only = 1ull << role };
+	struct batch *b = batch_begin();
+	uint64_t failed;
+	void *back = NULL;
 	int r;
 
 	if (!b) {
 		return -ENOMEM;
 	}
-	r = array_pieces(a, b, IO_WRITE, flags, (void *)buf, count, off,
+	r = array_pieces(a, b, IO_WRITE, 0, mode, (void *)buf, count, off,
 			 a->write_piece_bytes);
-	return r < 0 ? r : batch_run(b);
+	if (r == 0) {
+		r = batch_run(b);
+	}
+	if (r == 0 && posix_memalign(&back, IO_BUF_ALIGN, count) != 0) {
+		return -ENOMEM;
+	}
+	if (r == 0) {
+		memcpy(back, buf, count); /* bytes elsewhere stay equal */
+		r = read_once(a, mode, back, count, off, &failed);
+	}
+	if (r == 0 && memcmp(back, buf, count) != 0) {
+		r = -EIO;
+	}
+	free(back);
+	return r;
+}
+
+/*
+ * The data came back from the redundancy: rewrite it to each member in
+ * `members` whose read failed (while it is in sync), as md does.
+ */
+static void
+repair_members(struct raid_array *a, const void *buf, uint64_t count,
+	       uint64_t off, uint64_t members)
+{
+	for (unsigned i = 0; i < a->nr_members; i++) {
+		struct raid_member *m = &a->members[i];
+		char why[160];
+		int r;
+
+		if (!((members >> i) & 1) || !member_usable(m)) {
+			continue;
+		}
+		r = rewrite_member(a, buf, count, off, i);
+		if (r == 0) {
+			atomic_fetch_add(
+				&m->corrected_reads,
+				DIV_ROUND_UP(count, RAID_SECTOR_BYTES));
+			raid_error(
+				"member %u (%s): read error at array offset %llu+%llu corrected: rewritten from the redundancy",
+				i, m->path, (unsigned long long)off,
+				(unsigned long long)count);
+			if (too_many_read_errors(a, m)) {
+				array_fail(a, i,
+					   "more than 20 corrected read errors",
+					   FAIL_READ);
+			}
+			continue;
+		}
+		snprintf(why, sizeof(why),
+			 "read error, and rewriting it failed (%s)",
+			 strerror(-r));
+		array_fail(a, i, why, FAIL_WRITE);
+	}
+}
+
+/*
+ * A read failed on the members in `failed`: read again around them (other
+ * copies, or parity), holding the range exclusive (unless the caller does)
+ * so that no write lands between reading the good bytes and rewriting
+ * them; then repair the members.  -EIO when no copy is left to read.
+ */
+static int
+read_recover(struct raid_array *a, void *buf, uint64_t count, uint64_t off,
+	     uint64_t failed, bool locked)
+{
+	struct req_mode mode = { .avoid = failed };
+	struct range_req lk;
+	uint64_t more;
+	char roles[160];
+	int r;
+
+	if (!locked) {
+		range_lock(&a->write_lock, &lk, ROUND_DOWN(off, a->io_align),
+			   ROUND_UP(off + count, a->io_align), true);
+	}
+	for (;;) {
+		r = read_once(a, mode, buf, count, off, &more);
+		if (r == 0 || !(more & ~mode.avoid)) {
+			break;
+		}
+		mode.avoid |= more;
+	}
+	if (r == 0) {
+		repair_members(a, buf, count, off, mode.avoid);
+	} else {
+		role_list(mode.avoid, roles, sizeof(roles));
+		raid_error(
+			"read of %llu bytes at %llu: unreadable on member(s) %s and no other copy left",
+			(unsigned long long)count, (unsigned long long)off,
+			roles);
+	}
+	if (!locked) {
+		range_unlock(&a->write_lock, &lk);
+	}
+	return r;
+}
+
+/*
+ * Read [off, off+count) into buf (aligned for the members, as the request
+ * is).  locked: the caller holds the range exclusive (a write's edges).
+ */
+static int
+array_read(struct raid_array *a, void *buf, uint64_t count, uint64_t off,
+	   bool locked)
+{
+	uint64_t failed;
+	int r = read_once(a, (struct req_mode){ 0 }, buf, count, off, &failed);
+
+	if (r == 0 || !failed) {
+		return r;
+	}
+	return read_recover(a, buf, count, off, failed, locked);
+}
+
+/*
+ * Run a write-class request's pieces (a write, trim, zero or punch) until
+ * it succeeds on the members left: a member whose write fails is failed
+ * (array_fail) and the request runs again without it (writes are
+ * idempotent); a member whose read failed (RAID 5 reads before it writes)
+ * is read around, and added to *repair for the caller to fix once it let
+ * go of its lock.  *changed: the members written.
+ */
+static int
+write_pieces(struct raid_array *a, int op, uint32_t flags, const void *buf,
+	     uint64_t count, uint64_t off, uint64_t *changed, uint64_t *repair)
+{
+	struct req_mode mode = { 0 };
+	int r = -EIO;
+
+	for (unsigned tries = 0; tries <= a->nr_members; tries++) {
+		struct batch *b = batch_begin();
+		uint64_t wf, rf;
+
+		if (!b) {
+			return -ENOMEM;
+		}
+		r = array_pieces(a, b, op, flags, mode, (void *)buf, count, off,
+				 a->write_piece_bytes);
+		if (r == 0) {
+			r = op == IO_WRITE ? batch_run(b)
+					   : batch_run_discard(b);
+		}
+		*changed |= batch_changed(b);
+		wf = batch_failed_writes(b);
+		rf = batch_failed_reads(b) & ~mode.avoid;
+		if (r == 0 || (!wf && !rf)) {
+			return r;
+		}
+		for (unsigned i = 0; i < a->nr_members; i++) {
+			char why[96];
+			int err = b->error[i];
+
+			if (!((wf >> i) & 1)) {
+				continue;
+			}
+			snprintf(why, sizeof(why), "write error (%s)",
+				 strerror(-err));
+			if (array_fail(a, i, why, FAIL_WRITE) < 0) {
+				return err;
+			}
+		}
+		mode.avoid |= rf;
+		*repair |= rf;
+	}
+	return r;
 }
 
 static int
@@ -143,7 +370,7 @@ read_bounced(struct raid_array *a, void *buf, uint64_t count, uint64_t off)
 	if (!bb) {
 		return -ENOMEM;
 	}
-	r = array_read(a, bb, hi - lo, lo);
+	r = array_read(a, bb, hi - lo, lo, false);
 	if (r == 0) {
 		memcpy(buf, bb + (off - lo), count);
 	}
@@ -151,52 +378,38 @@ read_bounced(struct raid_array *a, void *buf, uint64_t count, uint64_t off)
 	return r;
 }
 
-/*
- * Count a client request for raid_status: its bytes when it succeeded, an
- * error when it failed (a fast zero refused is not one: the client asked
- * whether it could be done).  Returns r.
- */
+/* Count a client request and its result, for status. */
 static int
 counted(struct raid_array *a, enum raid_req_kind k, uint64_t bytes, int r)
 {
 	atomic_fetch_add_explicit(&a->io[k].requests, 1, memory_order_relaxed);
-	if (r >= 0) {
-		atomic_fetch_add_explicit(&a->io[k].bytes, bytes,
-					  memory_order_relaxed);
-	} else if (r != -ENOTSUP) {
+	atomic_fetch_add_explicit(&a->io[k].bytes, bytes, memory_order_relaxed);
+	if (r < 0) {
 		atomic_fetch_add_explicit(&a->io[k].errors, 1,
 					  memory_order_relaxed);
 	}
 	return r;
 }
 
-static int
-array_pread(struct raid_array *a, void *buf, uint32_t count, uint64_t offset)
-{
-	int r = check_range(a, count, offset);
-
-	if (r < 0) {
-		return r;
-	}
-	if (a->io_align == 1 || aligned_io(a, buf, count, offset)) {
-		return array_read(a, buf, count, offset);
-	}
-	return read_bounced(a, buf, count, offset);
-}
-
 int
 raid_pread(struct raid_array *a, void *buf, uint32_t count, uint64_t offset,
 	   uint32_t flags)
 {
+	int r = check_range(a, count, offset);
+
 	(void)flags;
-	return counted(a, RAID_REQ_READ, count,
-		       array_pread(a, buf, count, offset));
+	if (r == 0) {
+		r = a->io_align == 1 || aligned_io(a, buf, count, offset)
+			    ? array_read(a, buf, count, offset, false)
+			    : read_bounced(a, buf, count, offset);
+	}
+	return counted(a, RAID_REQ_READ, count, r);
 }
 
 /* Read the partial edge blocks of [off, off+count), patch, write it all. */
 static int
 write_rmw(struct raid_array *a, const void *buf, uint64_t count, uint64_t off,
-	  uint32_t flags)
+	  uint32_t flags, uint64_t *changed, uint64_t *repair)
 {
 	uint32_t al = a->io_align;
 	uint64_t lo = ROUND_DOWN(off, al), hi = ROUND_UP(off + count, al);
@@ -207,69 +420,87 @@ write_rmw(struct raid_array *a, const void *buf, uint64_t count, uint64_t off,
 		return -ENOMEM;
 	}
 	if (off != lo) {
-		r = array_read(a, bb, al, lo);
+		r = array_read(a, bb, al, lo, true);
 	}
 	if (r == 0 && off + count != hi && (hi - al != lo || off == lo)) {
-		r = array_read(a, bb + (hi - al - lo), al, hi - al);
+		r = array_read(a, bb + (hi - al - lo), al, hi - al, true);
 	}
 	if (r == 0) {
 		memcpy(bb + (off - lo), buf, count);
-		r = array_write(a, bb, hi - lo, lo, flags);
+		r = write_pieces(a, IO_WRITE, flags, bb, hi - lo, lo, changed,
+				 repair);
 	}
 	bounce_put(BOUNCE_IO);
 	return r;
 }
 
-/* An aligned write to O_DIRECT members, bounced if the buffer is not. */
+/* An aligned write, bounced if O_DIRECT members need a better buffer. */
 static int
 write_aligned(struct raid_array *a, const void *buf, uint64_t count,
-	      uint64_t off, uint32_t flags)
+	      uint64_t off, uint32_t flags, uint64_t *changed, uint64_t *repair)
 {
 	char *bb;
 	int r;
 
 	if (IS_ALIGNED((uintptr_t)buf, a->mem_align)) {
-		return array_write(a, buf, count, off, flags);
+		return write_pieces(a, IO_WRITE, flags, buf, count, off,
+				    changed, repair);
 	}
 	bb = bounce_get(BOUNCE_IO, count, a->mem_align);
 	if (!bb) {
 		return -ENOMEM;
 	}
 	memcpy(bb, buf, count);
-	r = array_write(a, bb, count, off, flags);
+	r = write_pieces(a, IO_WRITE, flags, bb, count, off, changed, repair);
 	bounce_put(BOUNCE_IO);
 	return r;
 }
 
 /*
- * Writes to O_DIRECT members: an unaligned one holds its blocks exclusive
- * for its read-patch-write; others hold their range shared.
+ * A member's read failed while a write read around it: once the write's
+ * lock is let go, read the stripes it touched around that member (holding
+ * them exclusive) and rewrite the member there, as a read would.
+ */
+static void
+repair_after_write(struct raid_array *a, uint64_t count, uint64_t off,
+		   uint64_t members)
+{
+	uint64_t unit = a->write_piece_bytes;
+	uint64_t lo = ROUND_DOWN(off, unit);
+	uint64_t hi = MIN(ROUND_UP(off + count, unit), a->size);
+	void *buf = NULL;
+
+	if (posix_memalign(&buf, IO_BUF_ALIGN, hi - lo) != 0) {
+		return; /* the member stays as it is: a read finds it again */
+	}
+	read_recover(a, buf, hi - lo, lo, members, false);
+	free(buf);
+}
+
+/*
+ * A write of any shape, any buffer.  It holds its range in write_lock:
+ * shared, or exclusive for the read-patch-write of an unaligned write to
+ * O_DIRECT members, so that no other write lands in its edge blocks in
+ * between, nor a read error's repair rewrites old bytes over it.
  */
 static int
-write_direct(struct raid_array *a, const void *buf, uint64_t count,
-	     uint64_t off, uint32_t flags)
+array_write_any(struct raid_array *a, const void *buf, uint64_t count,
+		uint64_t off, uint32_t flags)
 {
 	bool rmw = !IS_ALIGNED(off | count, a->io_align);
+	uint64_t changed = 0, repair = 0;
 	struct range_req lk;
 	int r;
 
 	range_lock(&a->write_lock, &lk, ROUND_DOWN(off, a->io_align),
 		   ROUND_UP(off + count, a->io_align), rmw);
-	r = rmw ? write_rmw(a, buf, count, off, flags)
-		: write_aligned(a, buf, count, off, flags);
+	r = rmw ? write_rmw(a, buf, count, off, flags, &changed, &repair)
+		: write_aligned(a, buf, count, off, flags, &changed, &repair);
 	range_unlock(&a->write_lock, &lk);
-	return r;
-}
-
-/* A write of any shape, any buffer: the right path for the members. */
-static int
-array_write_any(struct raid_array *a, const void *buf, uint64_t count,
-		uint64_t off, uint32_t flags)
-{
-	if (a->io_align == 1) {
-		return array_write(a, buf, count, off, flags);
+	if (repair) {
+		repair_after_write(a, count, off, repair);
 	}
-	return write_direct(a, buf, count, off, flags);
+	return r;
 }
 
 static int
@@ -287,26 +518,43 @@ array_pwrite(struct raid_array *a, const void *buf, uint32_t count,
 	return array_write_any(a, buf, count, offset, flags & RAID_FUA);
 }
 
-/* fdatasync the members in `which` (bit per role), all at once. */
+/*
+ * fdatasync the live members in `which` (bit per role), all at once.  A
+ * member whose flush fails is failed; the flush fails only when it cannot
+ * be (RAID 0, or the last copy of some data).
+ */
 static int
 flush_members(struct raid_array *a, uint64_t which)
 {
 	struct batch *b = batch_begin();
+	uint64_t wf;
 	int r = 0;
 
 	if (!b) {
 		return -ENOMEM;
 	}
 	for (unsigned i = 0; i < a->nr_members && r == 0; i++) {
-		if (!a->members[i].read_only && ((which >> i) & 1)) {
-			r = batch_flush(b, &a->members[i]);
+		struct raid_member *m = &a->members[i];
+
+		if (!m->read_only && member_alive(m) && ((which >> i) & 1)) {
+			r = batch_flush(b, m);
 		}
 	}
 	if (r < 0) {
 		batch_reset(b);
 		return r;
 	}
-	return batch_run(b);
+	r = batch_run(b);
+	wf = batch_failed_writes(b);
+	for (unsigned i = 0; i < a->nr_members && r < 0; i++) {
+		int err = b->error[i];
+
+		if (((wf >> i) & 1) &&
+		    array_fail(a, i, "flush error", FAIL_WRITE) < 0) {
+			return err;
+		}
+	}
+	return 0;
 }
 
 int
@@ -318,35 +566,22 @@ raid_flush(struct raid_array *a)
 /*
  * Trim or zero [off, off+count), whole discard_align units: every copy,
  * the refusers of a mode zeroed another way, then FUA as a flush of the
- * members it changed.  On O_DIRECT arrays they change member blocks like a
- * write, so they hold their range shared: an unaligned write's read-patch-
- * write of the same block must not straddle them (it would write the old
- * bytes back).
+ * members it changed.  They change member blocks like a write, so they
+ * hold their range shared: an unaligned write's read-patch-write of the
+ * same block must not straddle them (it would write the old bytes back).
  */
 static int
 array_discard(struct raid_array *a, int op, uint32_t flags, uint64_t count,
 	      uint64_t off)
 {
-	struct batch *b = batch_begin();
+	uint64_t changed = 0, repair = 0;
 	struct range_req lk;
-	uint64_t changed;
 	int r;
 
-	if (!b) {
-		return -ENOMEM;
-	}
-	if (a->io_align > 1) {
-		range_lock(&a->write_lock, &lk, off, off + count, false);
-	}
-	r = array_pieces(a, b, op, flags & RAID_FAST_ZERO, NULL, count, off,
-			 a->write_piece_bytes);
-	if (r == 0) {
-		r = batch_run_discard(b);
-	}
-	changed = batch_changed(b);
-	if (a->io_align > 1) {
-		range_unlock(&a->write_lock, &lk);
-	}
+	range_lock(&a->write_lock, &lk, off, off + count, false);
+	r = write_pieces(a, op, flags & RAID_FAST_ZERO, NULL, count, off,
+			 &changed, &repair);
+	range_unlock(&a->write_lock, &lk);
 	if (r < 0 || !(flags & RAID_FUA)) {
 		return r;
 	}
@@ -464,13 +699,23 @@ array_zero(struct raid_array *a, uint32_t count, uint64_t offset,
 
 /*
  * The write-class requests, between state_write_start and _end: the first
- * after the array was clean marks it active in its superblocks first.
+ * after the array was clean marks it active in its superblocks first.  A
+ * failed array (array.h: broken) takes none.
  */
+static int
+write_start(struct raid_array *a)
+{
+	if (atomic_load(&a->broken)) {
+		return -EIO;
+	}
+	return state_write_start(a);
+}
+
 int
 raid_pwrite(struct raid_array *a, const void *buf, uint32_t count,
 	    uint64_t offset, uint32_t flags)
 {
-	int r = state_write_start(a);
+	int r = write_start(a);
 
 	if (r == 0) {
 		r = array_pwrite(a, buf, count, offset, flags);
@@ -482,7 +727,7 @@ raid_pwrite(struct raid_array *a, const void *buf, uint32_t count,
 int
 raid_trim(struct raid_array *a, uint32_t count, uint64_t offset, uint32_t flags)
 {
-	int r = state_write_start(a);
+	int r = write_start(a);
 
 	if (r == 0) {
 		r = array_trim(a, count, offset, flags);
@@ -494,7 +739,7 @@ raid_trim(struct raid_array *a, uint32_t count, uint64_t offset, uint32_t flags)
 int
 raid_zero(struct raid_array *a, uint32_t count, uint64_t offset, uint32_t flags)
 {
-	int r = state_write_start(a);
+	int r = write_start(a);
 
 	if (r == 0) {
 		r = array_zero(a, count, offset, flags);
@@ -517,18 +762,26 @@ piece_extent(struct raid_array *a, uint64_t off, uint64_t len, bool *hole,
 	uint32_t in = off & (a->chunk_bytes - 1);
 	unsigned n = a->layout->map(&a->g, chunk_no, locs);
 
+	unsigned looked = 0;
+
 	*hole = true;
 	*run = len;
 	for (unsigned i = 0; i < n; i++) {
 		bool h;
 		uint64_t r;
 
+		/* A member out of the array says nothing (nor is read). */
+		if (!member_usable(&a->members[locs[i].member])) {
+			continue;
+		}
+		looked++;
 		member_extent(&a->members[locs[i].member],
 			      geom_member_offset(&a->g, &locs[i], in), *run, &h,
 			      &r);
 		*hole &= h;
 		*run = MIN(*run, r);
 	}
+	*hole &= looked > 0; /* RAID 5 rebuilds it: data, as far as known */
 }
 
 int

@@ -84,6 +84,33 @@ struct raid_array {
  */
 void array_event(struct raid_array *a, const char *event, const char *member);
 
+/*
+ * Write the superblocks of the live members (members whose role is in
+ * sync or being rebuilt), events + 1, each with FUA; under meta->lock.
+ * *bad: the members whose write failed (for the caller to fail, after it
+ * let go of meta->lock).  0, or the first failure's -errno.
+ */
+int meta_commit(struct raid_array *a, uint64_t *bad);
+
+/*
+ * A member's I/O failed (or an operator says so): mark it faulty, record
+ * that in the superblocks of the others (durable before this returns) and
+ * report it.  0 when the member is out now (or was already).  When it
+ * holds the last copy of some data it stays in: -EBUSY for an operator,
+ * else -EIO; after a write error the array then fails (md's MD_BROKEN:
+ * copies or parity can no longer be kept consistent, so no write is taken
+ * from then on), if it had redundancy at all.  Takes fail_lock.
+ */
+enum fail_cause { FAIL_READ, FAIL_WRITE, FAIL_OPERATOR };
+int array_fail(struct raid_array *a, unsigned role, const char *why,
+	       enum fail_cause cause);
+
+/* Has the array redundancy at all (can it lose any one member)? */
+bool array_redundant(const struct raid_array *a);
+
+/* optimal, degraded, rebuilding or failed, from the members' states. */
+enum raid_array_state array_state_now(const struct raid_array *a);
+
 /* The members not usable now (bit per role): faulty, missing ... */
 uint64_t array_lost(const struct raid_array *a);
 

@@ -40,6 +40,13 @@ wall_seconds(void)
 	return (uint64_t)time(NULL) & MD_TIME_SEC_MASK;
 }
 
+/* Is role i written with the array's superblocks? */
+static bool
+sb_live(const struct raid_array *a, unsigned i)
+{
+	return a->meta->members[i].present && member_alive(&a->members[i]);
+}
+
 /* Mark every member's bitmap stale, once; under meta->lock. */
 static int
 bitmap_stale(struct raid_array *a)
@@ -64,6 +71,9 @@ bitmap_stale(struct raid_array *a)
 				    .len = MD_SB_BYTES,
 				    .off = at };
 
+		if (!sb_live(a, i)) {
+			continue;
+		}
 		r = a->members[i].be->submit_wait(&q, 1);
 		if (r == 0 && md_bitmap_mark_stale(buf, MD_SB_BYTES,
 						   mm->sb.set_uuid) < 0) {
@@ -88,28 +98,67 @@ bitmap_stale(struct raid_array *a)
 	return r;
 }
 
-/* Write the state to every member: events + 1; under meta->lock. */
-static int
-mark(struct raid_array *a, bool active)
+int
+meta_commit(struct raid_array *a, uint64_t *bad)
 {
 	struct raid_meta *meta = a->meta;
-	uint64_t events = meta->members[0].sb.events + 1;
-	int r = active ? bitmap_stale(a) : 0;
+	uint64_t events = 0;
+	uint8_t *bufs = NULL;
+	struct batch b;
+	int r = 0;
 
+	*bad = 0;
 	for (unsigned i = 0; i < meta->nr; i++) {
-		events = events > meta->members[i].sb.events + 1
-				 ? events
-				 : meta->members[i].sb.events + 1;
+		if (sb_live(a, i) && meta->members[i].sb.events >= events) {
+			events = meta->members[i].sb.events + 1;
+		}
 	}
+	if (posix_memalign((void **)&bufs, IO_BUF_ALIGN,
+			   (size_t)meta->nr * MD_SB_BYTES) != 0) {
+		return -ENOMEM;
+	}
+	batch_init(&b);
 	for (unsigned i = 0; i < meta->nr && r == 0; i++) {
-		struct md_sb *sb = &meta->members[i].sb;
+		struct meta_member *mm = &meta->members[i];
+		uint64_t fixed = atomic_load(&a->members[i].corrected_reads);
+		uint8_t *buf = bufs + (size_t)i * MD_SB_BYTES;
 
-		sb->events = events;
-		sb->utime = wall_seconds();
-		sb->resync_offset = active ? 0 : MD_RESYNC_DONE;
+		if (!sb_live(a, i)) {
+			continue;
+		}
+		mm->sb.events = events;
+		mm->sb.utime = wall_seconds();
+		mm->sb.cnt_corrected_read =
+			fixed > UINT32_MAX ? UINT32_MAX : fixed;
+		md_sb_encode(&mm->sb, buf);
+		r = batch_write(&b, &a->members[i], buf, MD_SB_BYTES,
+				mm->sb_sector * RAID_SECTOR_BYTES, IO_FUA);
 	}
 	if (r == 0) {
-		r = meta_write(a->members, meta->members, meta->nr);
+		r = batch_run(&b);
+		*bad = batch_failed_writes(&b);
+	}
+	batch_fini(&b);
+	free(bufs);
+	return r;
+}
+
+/*
+ * Write the state to every live member: events + 1; under meta->lock.
+ * Members whose superblock could not be written are in *bad.
+ */
+static int
+mark(struct raid_array *a, bool active, uint64_t *bad)
+{
+	struct raid_meta *meta = a->meta;
+	int r = active ? bitmap_stale(a) : 0;
+
+	*bad = 0;
+	for (unsigned i = 0; i < meta->nr && r == 0; i++) {
+		meta->members[i].sb.resync_offset = active ? 0 : MD_RESYNC_DONE;
+	}
+	if (r == 0) {
+		r = meta_commit(a, bad);
 	}
 	if (r < 0) {
 		raid_error("marking the array %s in its superblocks failed: %s",
@@ -118,10 +167,29 @@ mark(struct raid_array *a, bool active)
 	return r;
 }
 
+/*
+ * A member whose superblock write failed is failed like one whose data
+ * write failed (md_error from super_written); 0 when every one of them
+ * could be, so that the mark can be tried again without them.
+ */
+static int
+fail_bad(struct raid_array *a, uint64_t bad)
+{
+	for (unsigned i = 0; i < a->nr_members; i++) {
+		if (((bad >> i) & 1) &&
+		    array_fail(a, i, "superblock write error", FAIL_WRITE) <
+			    0) {
+			return -EIO;
+		}
+	}
+	return 0;
+}
+
 int
 state_write_start(struct raid_array *a)
 {
 	struct raid_meta *meta = a->meta;
+	uint64_t bad = 0;
 	int r = 0;
 
 	if (!meta) {
@@ -131,15 +199,20 @@ state_write_start(struct raid_array *a)
 	if (atomic_load(&meta->dirty)) {
 		return 0;
 	}
-	pthread_mutex_lock(&meta->lock);
-	if (!atomic_load(&meta->dirty)) {
-		r = mark(a, true);
-		if (r == 0) {
-			atomic_store(&meta->dirty, true);
-			state_wake(a);
+	for (unsigned tries = 0; tries <= a->nr_members; tries++) {
+		pthread_mutex_lock(&meta->lock);
+		if (!atomic_load(&meta->dirty)) {
+			r = mark(a, true, &bad);
+			if (r == 0) {
+				atomic_store(&meta->dirty, true);
+				state_wake(a);
+			}
+		}
+		pthread_mutex_unlock(&meta->lock);
+		if (r == 0 || !bad || fail_bad(a, bad) < 0) {
+			break;
 		}
 	}
-	pthread_mutex_unlock(&meta->lock);
 	if (r < 0) {
 		atomic_fetch_sub(&meta->writes, 1);
 	}
@@ -158,27 +231,37 @@ state_write_end(struct raid_array *a)
 	atomic_fetch_sub(&meta->writes, 1);
 }
 
-/* fdatasync every member; the data must be on them before "clean". */
+/*
+ * fdatasync every live member; the data must be on them before "clean".
+ * Members whose flush failed: *bad.
+ */
 static int
-flush_all(struct raid_array *a)
+flush_all(struct raid_array *a, uint64_t *bad)
 {
 	struct batch b;
 	int r = 0;
 
 	batch_init(&b);
 	for (unsigned i = 0; i < a->nr_members && r == 0; i++) {
-		r = batch_flush(&b, &a->members[i]);
+		if (member_alive(&a->members[i])) {
+			r = batch_flush(&b, &a->members[i]);
+		}
 	}
 	if (r == 0) {
 		r = batch_run(&b);
+		*bad = batch_failed_writes(&b);
 	}
 	batch_fini(&b);
 	return r;
 }
 
-/* Mark clean if nothing has been written since; under meta->lock. */
+/*
+ * Mark clean if nothing has been written since; under meta->lock.  A
+ * member whose superblock write failed is in *bad, to be failed by the
+ * caller once it let go of meta->lock (then it tries again).
+ */
 static int
-try_clean(struct raid_array *a)
+try_clean(struct raid_array *a, uint64_t *bad)
 {
 	struct raid_meta *meta = a->meta;
 	int r;
@@ -188,12 +271,33 @@ try_clean(struct raid_array *a)
 		atomic_store(&meta->dirty, true); /* a write got in first */
 		return -EBUSY;
 	}
-	r = flush_all(a);
+	r = flush_all(a, bad);
 	if (r == 0) {
-		r = mark(a, false);
+		r = mark(a, false, bad);
 	}
 	if (r < 0) {
 		atomic_store(&meta->dirty, true);
+	}
+	return r;
+}
+
+/* try_clean under meta->lock, failing the members it could not write. */
+static int
+clean(struct raid_array *a)
+{
+	struct raid_meta *meta = a->meta;
+	uint64_t bad = 0;
+	int r = 0;
+
+	for (unsigned tries = 0; tries <= a->nr_members; tries++) {
+		pthread_mutex_lock(&meta->lock);
+		if (atomic_load(&meta->dirty)) {
+			r = try_clean(a, &bad);
+		}
+		pthread_mutex_unlock(&meta->lock);
+		if (r == 0 || !bad || fail_bad(a, bad) < 0) {
+			break;
+		}
 	}
 	return r;
 }
@@ -211,11 +315,7 @@ state_tick(struct raid_array *a, uint64_t now_ns)
 	if (atomic_load(&meta->writes) > 0 || now_ns < due) {
 		return now_ns < due ? due - now_ns : STATE_IDLE_WAIT_NS;
 	}
-	pthread_mutex_lock(&meta->lock);
-	if (atomic_load(&meta->dirty)) {
-		try_clean(a);
-	}
-	pthread_mutex_unlock(&meta->lock);
+	clean(a);
 	return atomic_load(&meta->dirty) ? STATE_IDLE_WAIT_NS : 0;
 }
 
@@ -223,17 +323,11 @@ int
 state_close(struct raid_array *a)
 {
 	struct raid_meta *meta = a->meta;
-	int r = 0;
 
 	if (!meta || meta->stay_dirty) {
 		return 0;
 	}
-	pthread_mutex_lock(&meta->lock);
-	if (atomic_load(&meta->dirty)) {
-		r = try_clean(a);
-	}
-	pthread_mutex_unlock(&meta->lock);
-	return r;
+	return clean(a);
 }
 
 /* ---- the state thread -------------------------------------------------- */

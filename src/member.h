@@ -47,6 +47,9 @@ struct raid_member {
 	atomic_uint_fast64_t read_errors;
 	atomic_uint_fast64_t write_errors;
 	atomic_uint_fast64_t corrected_reads; /* sectors */
+	/* md's read_errors, halved every hour (fail_lock guards both). */
+	unsigned recent_read_errors;
+	uint64_t last_read_error_ns;
 
 	/* I/Os queued to this member and not yet complete: read balancing. */
 	atomic_uint inflight;
@@ -70,6 +73,15 @@ member_usable(const struct raid_member *m)
 {
 	return atomic_load_explicit(&m->state, memory_order_acquire) ==
 	       RAID_MEMBER_IN_SYNC;
+}
+
+/* Does m take I/O at all (in sync, or being rebuilt)? */
+static inline bool
+member_alive(const struct raid_member *m)
+{
+	int s = atomic_load_explicit(&m->state, memory_order_acquire);
+
+	return s == RAID_MEMBER_IN_SYNC || s == RAID_MEMBER_REBUILDING;
 }
 
 int member_open(struct raid_member *m, unsigned role, const char *path,

@@ -650,6 +650,14 @@ meta_assemble(const struct raid_config *cfg, struct raid_member *m,
 	}
 	if (r == 0) {
 		meta->bitmap = fresh->feature_map & MD_FEATURE_BITMAP_OFFSET;
+		for (unsigned role = 0; role < RAID_MAX_MEMBERS; role++) {
+			meta->role_dev[role] = UINT32_MAX;
+		}
+		for (uint32_t d = 0; d < fresh->max_dev; d++) {
+			if (fresh->dev_roles[d] < fresh->raid_disks) {
+				meta->role_dev[fresh->dev_roles[d]] = d;
+			}
+		}
 		meta->stay_dirty = fresh->resync_offset != MD_RESYNC_DONE;
 		atomic_init(&meta->dirty, meta->stay_dirty);
 		r = reorder(&as, by_role, fresh->raid_disks, meta->members);
@@ -786,6 +794,20 @@ meta_select(const struct raid_config *cfg, char ***paths, unsigned *n)
 	}
 	meta_free_paths(all, nall);
 	return r;
+}
+
+void
+meta_set_role(struct raid_meta *meta, unsigned role, uint16_t value)
+{
+	uint32_t dev = meta->role_dev[role];
+
+	for (unsigned i = 0; i < meta->nr && dev != UINT32_MAX; i++) {
+		struct md_sb *sb = &meta->members[i].sb;
+
+		if (meta->members[i].present && dev < sb->max_dev) {
+			sb->dev_roles[dev] = value;
+		}
+	}
 }
 
 /* ---- status ------------------------------------------------------------ */

@@ -53,6 +53,9 @@ struct raid_meta {
 	pthread_mutex_t lock;
 	struct meta_member *members; /* role order, nr of them */
 	unsigned nr;
+	/* Each role's entry in the role tables (md's dev_number), from the
+	 * freshest superblock; UINT32_MAX for a role with none. */
+	uint32_t role_dev[RAID_MAX_MEMBERS];
 	bool bitmap;	   /* md's internal bitmap: marked stale */
 	bool bitmap_stale; /* ...already, on every member */
 	bool stay_dirty;   /* found active: never marked clean */
@@ -109,6 +112,13 @@ int meta_write(struct raid_member *members, const struct meta_member *mm,
  */
 int meta_select(const struct raid_config *cfg, char ***paths, unsigned *n);
 void meta_free_paths(char **paths, unsigned n);
+
+/*
+ * Set role's entry in the role table of every member's copy (md's
+ * dev_roles: MD_ROLE_FAULTY for a failed member, MD_ROLE_SPARE for a
+ * removed one); under meta->lock, written by the next commit.
+ */
+void meta_set_role(struct raid_meta *meta, unsigned role, uint16_t value);
 
 /* The identity and state for raid_status (nothing in raw mode). */
 void meta_status(const struct raid_meta *meta, struct raid_status *st);

@@ -71,8 +71,8 @@ array_lost(const struct raid_array *a)
 	return lost;
 }
 
-static enum raid_array_state
-array_state(const struct raid_array *a)
+enum raid_array_state
+array_state_now(const struct raid_array *a)
 {
 	uint64_t lost = array_lost(a);
 	bool rebuilding = false;
@@ -94,7 +94,7 @@ int
 raid_status(struct raid_array *a, struct raid_status *st)
 {
 	memset(st, 0, sizeof(*st));
-	st->state = array_state(a);
+	st->state = array_state_now(a);
 	st->level = a->layout->level;
 	a->layout->layout_name(&a->g, st->layout, sizeof(st->layout));
 	st->size = a->size;
@@ -105,8 +105,8 @@ raid_status(struct raid_array *a, struct raid_status *st)
 		struct raid_member_status *ms = &st->members[i];
 
 		ms->role = i;
-		ms->path = m->path;
 		ms->state = atomic_load(&m->state);
+		ms->path = ms->state == RAID_MEMBER_MISSING ? NULL : m->path;
 		ms->read_errors = atomic_load(&m->read_errors);
 		ms->write_errors = atomic_load(&m->write_errors);
 		ms->corrected_reads = atomic_load(&m->corrected_reads);

@@ -92,6 +92,7 @@ batch_begin(void)
 	}
 	batch_reset(b);
 	b->changed = b->failed = b->refused = 0;
+	b->failed_read = b->failed_write = 0;
 	return b;
 }
 
@@ -274,7 +275,9 @@ queue(struct batch *b, struct raid_member *m, int op, unsigned flags, void *buf,
 			      .buf = buf,
 			      .len = len,
 			      .off = off };
-	atomic_fetch_add_explicit(&m->inflight, 1, memory_order_relaxed);
+	/* Sequentially consistent: raid_remove_member's drain pairs with
+	 * this count and skip_dead's check of the state after it. */
+	atomic_fetch_add(&m->inflight, 1);
 	b->last[m->role] = b->nr++;
 	return 0;
 }
@@ -355,16 +358,28 @@ note_results(struct batch *b, unsigned from)
 	for (unsigned i = from; i < b->nr; i++) {
 		const struct io_req *r = &b->reqs[i];
 		unsigned role = r->m->role;
+		uint64_t bit = 1ull << role;
 
 		if (r->res == -EOPNOTSUPP) {
-			b->refused |= 1ull << role;
+			b->refused |= bit;
 			continue;
 		}
-		if (r->res >= 0 || ((b->failed >> role) & 1)) {
+		if (r->res >= 0) {
 			continue;
 		}
-		b->failed |= 1ull << role;
+		if (r->op == IO_READ) {
+			b->failed_read |= bit;
+		} else {
+			b->failed_write |= bit;
+		}
+		if (b->failed & bit) {
+			continue;
+		}
+		b->failed |= bit;
 		b->error[role] = r->res;
+		if (r->res == -ENODEV) {
+			continue; /* not issued: the member failed before */
+		}
 		raid_error("member %u (%s): %s at %llu+%llu: %s", role,
 			   r->m->path, op_names[r->op],
 			   (unsigned long long)r->off,
@@ -390,21 +405,93 @@ first_error(const struct batch *b, unsigned from)
 	return refused;
 }
 
-int
-batch_run(struct batch *b)
+/* Requests to members no longer alive fail here, never issued. */
+static void
+skip_dead(struct batch *b, unsigned from)
 {
-	unsigned from = b->nr_done, i = from, j;
+	for (unsigned i = from; i < b->nr; i++) {
+		struct io_req *r = &b->reqs[i];
+		int s = atomic_load(&r->m->state); /* after the count: queue() */
 
-	build_iov(b);
-	while (i < b->nr) {
+		r->res = s == RAID_MEMBER_IN_SYNC || s == RAID_MEMBER_REBUILDING
+				 ? 1
+				 : -ENODEV;
+	}
+}
+
+/* Issue reqs [from, to) that are still to run (res 1), by backend. */
+static void
+submit(struct batch *b, unsigned from, unsigned to)
+{
+	unsigned i = from, j;
+
+	while (i < to) {
 		const struct io_backend *be = b->reqs[i].m->be;
 
+		if (b->reqs[i].res != 1) {
+			i++;
+			continue;
+		}
 		/* Members sharing a backend go down in one call. */
-		for (j = i + 1; j < b->nr && b->reqs[j].m->be == be; j++) {
+		for (j = i + 1;
+		     j < to && b->reqs[j].res == 1 && b->reqs[j].m->be == be;
+		     j++) {
 		}
 		be->submit_wait(&b->reqs[i], j - i);
 		i = j;
 	}
+}
+
+/*
+ * One more try for each failure that may be passing (not a refusal, not
+ * a member gone): the rest of it, from where it stopped.
+ */
+static void
+retry_failed(struct batch *b, unsigned from)
+{
+	bool any = false;
+
+	for (unsigned i = from; i < b->nr; i++) {
+		struct io_req *r = &b->reqs[i];
+
+		if (r->res < 0 && r->res != -EOPNOTSUPP && r->res != -ENODEV &&
+		    member_alive(r->m)) {
+			r->res = 1;
+			any = true;
+		}
+	}
+	if (any) {
+		submit(b, from, b->nr);
+	}
+}
+
+/* Count each member I/O that failed twice in its member's errors. */
+static void
+count_errors(const struct batch *b, unsigned from)
+{
+	for (unsigned i = from; i < b->nr; i++) {
+		const struct io_req *r = &b->reqs[i];
+
+		if (r->res >= 0 || r->res == -EOPNOTSUPP || r->res == -ENODEV) {
+			continue;
+		}
+		atomic_fetch_add_explicit(r->op == IO_READ
+						  ? &r->m->read_errors
+						  : &r->m->write_errors,
+					  1, memory_order_relaxed);
+	}
+}
+
+int
+batch_run(struct batch *b)
+{
+	unsigned from = b->nr_done;
+
+	build_iov(b);
+	skip_dead(b, from);
+	submit(b, from, b->nr);
+	retry_failed(b, from);
+	count_errors(b, from);
 	uncount(b, from, b->nr);
 	b->nr_done = b->nr;
 	b->last_run = from;

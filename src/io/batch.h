@@ -59,6 +59,8 @@ struct batch {
 	/* The request so far (batch_begin clears them; runs add to them). */
 	uint64_t changed;	     /* bit per member written or discarded */
 	uint64_t failed;	     /* bit per member with a failed I/O */
+	uint64_t failed_read;	     /* ...of those, a failed read */
+	uint64_t failed_write;	     /* ...a failed write, flush, trim, zero */
 	uint64_t refused;	     /* bit per member that refused a discard
 					mode (EOPNOTSUPP: not a failure) */
 	int error[RAID_MAX_MEMBERS]; /* a failed member's first -errno */
@@ -90,8 +92,13 @@ uint64_t batch_read_end(const struct batch *b, const struct raid_member *m);
  * Run what was queued since the last run; returns when all of it has
  * completed: 0, the first failure's -errno, or -EOPNOTSUPP when the only
  * failures were refusals (a filesystem lacking an fallocate mode: for the
- * caller to handle, never logged).  Each failure is logged once per member
- * and request, naming the member, the op and the range.
+ * caller to handle, never logged).  A member I/O that fails is retried
+ * once (the backends already retry EINTR and EAGAIN); if it fails again it
+ * counts in the member's read_errors or write_errors and is logged once
+ * per member and request, naming the member, the op and the range.  I/O
+ * queued to a member that is no longer alive (member.h) is not issued: it
+ * fails with -ENODEV, neither logged nor counted (the member failed
+ * already).
  */
 int batch_run(struct batch *b);
 
@@ -114,6 +121,19 @@ static inline int
 batch_member_error(const struct batch *b, unsigned role)
 {
 	return (b->failed >> role) & 1 ? b->error[role] : 0;
+}
+
+/* Members whose reads (writes, flushes, trims, zeros) failed: bit per role. */
+static inline uint64_t
+batch_failed_reads(const struct batch *b)
+{
+	return b->failed_read;
+}
+
+static inline uint64_t
+batch_failed_writes(const struct batch *b)
+{
+	return b->failed_write;
 }
 
 /* Members that refused a discard mode in this request (bit per role). */

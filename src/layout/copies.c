@@ -16,10 +16,35 @@
  *     pays one access per run instead of one per request;
  *  3. any other piece goes to the copy whose member has the fewest I/Os in
  *     flight (SPDK raid1's rule).  Ties go to the first copy.
+ *
+ * Only copies the piece may read count (piece_can_read: a faulty or
+ * missing member, or one whose read failed in this request, is passed
+ * over); with none left the piece fails with EIO.  Writes go to every copy
+ * on a live member, and fail with EIO when there is none.
  */
+#include <errno.h>
+
 #include "array.h"
 #include "io/batch.h"
 #include "layout.h"
+
+bool
+piece_can_read(const struct raid_array *a, const struct raid_piece *p,
+	       unsigned role)
+{
+	uint64_t bit = 1ull << role;
+
+	return member_usable(&a->members[role]) && !(p->avoid & bit) &&
+	       (!p->only || (p->only & bit));
+}
+
+bool
+piece_can_write(const struct raid_array *a, const struct raid_piece *p,
+		unsigned role)
+{
+	return member_alive(&a->members[role]) &&
+	       (!p->only || (p->only & (1ull << role)));
+}
 
 static unsigned
 load_of(const struct raid_member *m)
@@ -27,6 +52,7 @@ load_of(const struct raid_member *m)
 	return atomic_load_explicit(&m->inflight, memory_order_relaxed);
 }
 
+/* The copy to read among the n readable ones in locs. */
 static unsigned
 pick_copy(struct raid_array *a, const struct batch *b,
 	  const struct raid_loc *locs, unsigned n, const struct raid_piece *p)
@@ -59,16 +85,41 @@ pick_copy(struct raid_array *a, const struct batch *b,
 	return best;
 }
 
+/* Keep the places of locs the piece may use; how many are left. */
+static unsigned
+keep_places(const struct raid_array *a, const struct raid_piece *p,
+	    struct raid_loc *locs, unsigned n, bool reading)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		unsigned role = locs[i].member;
+
+		if (reading ? piece_can_read(a, p, role)
+			    : piece_can_write(a, p, role)) {
+			locs[k++] = locs[i];
+		}
+	}
+	return k;
+}
+
 int
 copies_read(struct raid_array *a, struct batch *b, const struct raid_piece *p)
 {
 	struct raid_loc locs[RAID_MAX_COPIES];
-	unsigned n = a->layout->map(&a->g, p->chunk_no, locs);
-	unsigned i = n > 1 ? pick_copy(a, b, locs, n, p) : 0;
-	struct raid_member *m = &a->members[locs[i].member];
-	uint64_t off = geom_member_offset(&a->g, &locs[i], p->in_chunk);
+	unsigned all = a->layout->map(&a->g, p->chunk_no, locs);
+	unsigned n = keep_places(a, p, locs, all, true);
+	unsigned i;
+	struct raid_member *m;
+	uint64_t off;
 
-	if (n > 1) {
+	if (n == 0) {
+		return p->only ? 0 : -EIO; /* repair: no place there */
+	}
+	i = n > 1 ? pick_copy(a, b, locs, n, p) : 0;
+	m = &a->members[locs[i].member];
+	off = geom_member_offset(&a->g, &locs[i], p->in_chunk);
+	if (all > 1) {
 		atomic_store_explicit(&m->next_read, off + p->len,
 				      memory_order_relaxed);
 	}
@@ -79,10 +130,14 @@ int
 copies_write(struct raid_array *a, struct batch *b, const struct raid_piece *p)
 {
 	struct raid_loc locs[RAID_MAX_COPIES];
-	unsigned n = a->layout->map(&a->g, p->chunk_no, locs);
+	unsigned all = a->layout->map(&a->g, p->chunk_no, locs);
+	unsigned n = keep_places(a, p, locs, all, false);
 	unsigned fua = (p->flags & RAID_FUA) ? IO_FUA : 0;
 	int r = 0;
 
+	if (n == 0) {
+		return p->only ? 0 : -EIO;
+	}
 	for (unsigned i = 0; i < n && r == 0; i++) {
 		struct raid_member *m = &a->members[locs[i].member];
 		uint64_t off = geom_member_offset(&a->g, &locs[i], p->in_chunk);

@@ -82,7 +82,27 @@ struct raid_piece {
 	void *buf;	   /* NULL for trim/zero */
 	int op;		   /* enum io_op (src/io/io.h) */
 	uint32_t flags;	   /* RAID_FUA on writes; RAID_FAST_ZERO */
+	/*
+	 * Members whose reads failed in this request: not to be read again
+	 * (their data comes from the other copies, or parity), though still
+	 * written.  Members not alive (member.h) are never read or written.
+	 */
+	uint64_t avoid;
+	/*
+	 * Repair (0: none): the I/O of this piece that lands on these members
+	 * only, none elsewhere.  A write then carries bytes the array already
+	 * holds (RAID 5 writes data without touching parity); a read reads
+	 * those members' places, if the piece has one there.
+	 */
+	uint64_t only;
 };
+
+/* May the piece read member role (alive, in sync, not avoided)? */
+bool piece_can_read(const struct raid_array *a, const struct raid_piece *p,
+		    unsigned role);
+/* May the piece write member role (alive; in `only` when repairing)? */
+bool piece_can_write(const struct raid_array *a, const struct raid_piece *p,
+		     unsigned role);
 
 struct raid_layout {
 	const char *name; /* "raid0" */
@@ -174,12 +194,13 @@ int layout_md_name_none(uint32_t md_layout, char *name, size_t len, char *err,
 			size_t errlen);
 
 /*
- * The data path of the levels without parity (0, 1, 10; RAID 5 reads too),
- * in copies.c: read one copy of the piece (the copy choice is there)...
+ * The data path of the levels without parity (0, 1, 10), in copies.c:
+ * read one copy of the piece (the copy choice is there; -EIO when no copy
+ * can be read)...
  */
 int copies_read(struct raid_array *a, struct batch *b,
 		const struct raid_piece *p);
-/* ...and write (or trim, or zero) every copy. */
+/* ...and write (or trim, or zero) every copy on a live member. */
 int copies_write(struct raid_array *a, struct batch *b,
 		 const struct raid_piece *p);
 

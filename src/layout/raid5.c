@@ -138,27 +138,43 @@ raid5_layout_name(const struct raid_geom *g, char *buf, size_t len)
 
 /* ---- the data path ----------------------------------------------------
  *
- * Reads are the core's: it cuts them at chunk boundaries and copies_read()
- * reads each from its data member.  Writes, trims and zeros come one piece
- * per stripe.  A write locks the stripe, then works column slice by column
- * slice (at most RAID5_SLICE bytes of the chunk column, so scratch memory
- * stays bounded with 16M chunks):
+ * Reads are cut at chunk boundaries by the core; a piece whose data member
+ * can be read is read from it (copies_read).  Else (the member is faulty,
+ * missing, or its read failed in this request) it is reconstructed under
+ * the stripe lock: the same bytes of every other member, parity included,
+ * XORed into the client's buffer, column slice by column slice.
  *
- *   for data index j, w_j = the part of the slice the write covers
- *   read-modify-write: reads P and old D_j over every non-empty w_j;
- *                      P ^= old D_j ^ new D_j over w_j
- *   reconstruct-write: reads D_j over the slice where w_j is not all of it;
- *                      P = XOR of the new column
- *   md's rule: read-modify-write only when it needs strictly fewer member
- *   reads; a full-stripe write reads nothing.
+ * Writes, trims and zeros come one piece per stripe.  A write locks the
+ * stripe, then works column slice by column slice (at most RAID5_SLICE
+ * bytes of the chunk column, so scratch memory stays bounded with 16M
+ * chunks).  For data index j, w_j = the part of the slice the write
+ * covers; a member "readable" may be read (piece_can_read), "live" may be
+ * written.  The plan, in md's order of preference:
  *
- * then writes new data and parity in one batch (with FUA when asked) and
- * unlocks.  Trim and zero of whole stripes go to every member, parity
- * included (all zero is consistent; a member that refuses the mode is
- * zeroed another way: batch_run_discard); zero of part of a stripe is a
- * write of zeros; trim of part of a stripe does nothing (trim is advisory,
- * and punching data without parity would break the stripe).  FUA on trim
- * and zero is the core's: it flushes every member the request changed.
+ *   parity member not live    DATA: write the live touched data members,
+ *                             read nothing (the stripe has no parity now)
+ *   read-modify-write         parity and every touched D_j readable: read
+ *                             P and old D_j over w_j; P ^= old D_j ^ new
+ *   reconstruct-write         every D_j the write does not wholly cover
+ *                             readable: read those; P = XOR of the column
+ *   (md's rule when both work: read-modify-write only when it needs
+ *   strictly fewer member reads; a full-stripe write reads nothing)
+ *   reconstruct-then-write    one D_x not readable, parity and every other
+ *                             D_j readable: read them all, old D_x = P ^
+ *                             the others, then as reconstruct-write
+ *   otherwise                 EIO: the stripe lost two members
+ *
+ * then writes the new data to live members and parity (with FUA when
+ * asked) in one batch and unlocks.  A data member that is not live is not
+ * written: parity carries its new bytes.  A repair (piece->only) writes the
+ * data it is given to those members only, parity untouched.
+ *
+ * Trim and zero of whole stripes go to every live member, parity included
+ * (all zero is consistent; a member that refuses the mode is zeroed
+ * another way: batch_run_discard); zero of part of a stripe is a write of
+ * zeros; trim of part of a stripe does nothing (trim is advisory, and
+ * punching data without parity would break the stripe).  FUA on trim and
+ * zero is the core's: it flushes every member the request changed.
  */
 
 #define RAID5_SLICE (1u << 20)
@@ -171,76 +187,124 @@ struct slice {
 	const uint8_t *src[RAID_MAX_MEMBERS]; /* new bytes at ws[j] */
 };
 
-/* The member holding data index j of a stripe. */
-static struct raid_member *
-data_member(struct raid_array *a, uint64_t stripe, unsigned j)
+enum plan { PLAN_RMW, PLAN_RCW, PLAN_RECON, PLAN_DATA, PLAN_REPAIR };
+
+/* The role holding data index j of a stripe. */
+static unsigned
+data_role(const struct raid_array *a, uint64_t stripe, unsigned j)
 {
 	struct raid_loc loc;
 
 	raid5_map(&a->g, stripe * (a->nr_members - 1) + j, &loc);
-	return &a->members[loc.member];
+	return loc.member;
 }
 
-static struct raid_member *
-parity_member(struct raid_array *a, uint64_t stripe)
-{
-	return &a->members[raid5_parity_member(&a->g, stripe)];
-}
-
-/* Member byte offset of `in` bytes into m's chunk of a stripe. */
+/* Member byte offset of `in` bytes into role's chunk of a stripe. */
 static uint64_t
-stripe_offset(const struct raid_array *a, const struct raid_member *m,
-	      uint64_t stripe, uint32_t in)
+stripe_offset(const struct raid_array *a, unsigned role, uint64_t stripe,
+	      uint32_t in)
 {
-	struct raid_loc row = { m->role, stripe };
+	struct raid_loc row = { role, stripe };
 
 	return geom_member_offset(&a->g, &row, in);
 }
 
-/* Which reads: 1 = read-modify-write is cheaper, 0 = reconstruct-write. */
-static int
-slice_use_rmw(const struct raid_array *a, const struct slice *sl)
+static bool
+touched(const struct slice *sl, unsigned j)
+{
+	return sl->we[j] > sl->ws[j];
+}
+
+static bool
+full(const struct slice *sl, unsigned j)
+{
+	return sl->ws[j] == sl->a && sl->we[j] == sl->b;
+}
+
+/* md's choice when both work: read-modify-write if strictly fewer reads. */
+static bool
+rmw_cheaper(const struct raid_array *a, const struct slice *sl)
 {
 	unsigned nd = a->nr_members - 1, rmw = 1, rcw = 0;
 
 	for (unsigned j = 0; j < nd; j++) {
-		bool touched = sl->we[j] > sl->ws[j];
-		bool full = sl->ws[j] == sl->a && sl->we[j] == sl->b;
-
-		rmw += touched;
-		rcw += !full;
+		rmw += touched(sl, j);
+		rcw += !full(sl, j);
 	}
 	return rmw < rcw;
 }
 
-/* Queue the reads a slice needs into the batch; bufs are slice-sized. */
+/* The plan for a slice (see above), or -EIO; *x: the unreadable D_x. */
+static int
+slice_plan(const struct raid_array *a, const struct raid_piece *p,
+	   const struct slice *sl, unsigned *x)
+{
+	unsigned nd = a->nr_members - 1,
+		 pm = raid5_parity_member(&a->g, sl->stripe);
+	bool rmw = piece_can_read(a, p, pm), rcw = true;
+	unsigned unreadable = 0;
+
+	if (p->only) {
+		return PLAN_REPAIR;
+	}
+	for (unsigned j = 0; j < nd; j++) {
+		unsigned role = data_role(a, sl->stripe, j);
+		bool readable = piece_can_read(a, p, role);
+
+		if (!piece_can_write(a, p, pm) && touched(sl, j) &&
+		    !piece_can_write(a, p, role)) {
+			return -EIO; /* data and parity both gone */
+		}
+		rmw &= readable || !touched(sl, j);
+		rcw &= readable || full(sl, j);
+		if (!readable) {
+			unreadable++;
+			*x = j;
+		}
+	}
+	if (!piece_can_write(a, p, pm)) {
+		return PLAN_DATA;
+	}
+	if (rmw && rcw) {
+		return rmw_cheaper(a, sl) ? PLAN_RMW : PLAN_RCW;
+	}
+	if (rmw || rcw) {
+		return rmw ? PLAN_RMW : PLAN_RCW;
+	}
+	if (unreadable == 1 && piece_can_read(a, p, pm)) {
+		return PLAN_RECON;
+	}
+	return -EIO;
+}
+
+/* Queue the reads a slice's plan needs; bufs are slice-sized. */
 static int
 slice_reads(struct raid_array *a, struct batch *b, const struct slice *sl,
-	    bool rmw, uint8_t **bufs, uint8_t *pbuf)
+	    int plan, unsigned x, uint8_t **bufs, uint8_t *pbuf)
 {
 	unsigned nd = a->nr_members - 1;
+	unsigned pm = raid5_parity_member(&a->g, sl->stripe);
 	uint32_t len = sl->b - sl->a;
 	int r = 0;
 
-	if (rmw) {
-		struct raid_member *p = parity_member(a, sl->stripe);
-
-		r = batch_read(b, p, pbuf, len,
-			       stripe_offset(a, p, sl->stripe, sl->a));
+	if (plan == PLAN_RMW || plan == PLAN_RECON) {
+		r = batch_read(b, &a->members[pm], pbuf, len,
+			       stripe_offset(a, pm, sl->stripe, sl->a));
 	}
 	for (unsigned j = 0; j < nd && r == 0; j++) {
-		struct raid_member *m = data_member(a, sl->stripe, j);
-		bool touched = sl->we[j] > sl->ws[j];
-		bool full = sl->ws[j] == sl->a && sl->we[j] == sl->b;
+		unsigned role = data_role(a, sl->stripe, j);
+		struct raid_member *m = &a->members[role];
 
-		if (rmw && touched) {
+		if (plan == PLAN_RMW && touched(sl, j)) {
 			r = batch_read(
 				b, m, bufs[j] + (sl->ws[j] - sl->a),
 				sl->we[j] - sl->ws[j],
-				stripe_offset(a, m, sl->stripe, sl->ws[j]));
-		} else if (!rmw && !full) {
-			r = batch_read(b, m, bufs[j], len,
-				       stripe_offset(a, m, sl->stripe, sl->a));
+				stripe_offset(a, role, sl->stripe, sl->ws[j]));
+		} else if ((plan == PLAN_RCW && !full(sl, j)) ||
+			   (plan == PLAN_RECON && j != x)) {
+			r = batch_read(
+				b, m, bufs[j], len,
+				stripe_offset(a, role, sl->stripe, sl->a));
 		}
 	}
 	return r;
@@ -249,17 +313,30 @@ slice_reads(struct raid_array *a, struct batch *b, const struct slice *sl,
 /*
  * New parity into pbuf; bufs hold old data (rmw) or the column (rcw).  A
  * chunk the write covers over the whole slice is XORed straight from the
- * client's buffer, not copied first.
+ * client's buffer, not copied first.  Reconstruct-then-write first makes
+ * old D_x from parity and the others.
  */
 static int
-slice_parity(struct raid_array *a, const struct slice *sl, bool rmw,
+slice_parity(struct raid_array *a, const struct slice *sl, int plan, unsigned x,
 	     uint8_t **bufs, uint8_t *pbuf, uint8_t *tmp)
 {
 	unsigned nd = a->nr_members - 1;
 	uint32_t len = sl->b - sl->a;
 	void *col[RAID_MAX_MEMBERS];
+	bool rmw = plan == PLAN_RMW;
 	int r = 0;
 
+	if (plan == PLAN_RECON) {
+		unsigned k = 0;
+
+		col[k++] = pbuf;
+		for (unsigned j = 0; j < nd; j++) {
+			if (j != x) {
+				col[k++] = bufs[j];
+			}
+		}
+		r = parity_xor(bufs[x], col, k, len);
+	}
 	for (unsigned j = 0; j < nd && r == 0; j++) {
 		uint32_t o = sl->ws[j] - sl->a, n = sl->we[j] - sl->ws[j];
 
@@ -285,46 +362,49 @@ slice_parity(struct raid_array *a, const struct slice *sl, bool rmw,
 	return r;
 }
 
-/* Queue the slice's new data and parity. */
+/* Queue the slice's new data (to live members) and parity. */
 static int
-slice_writes(struct raid_array *a, struct batch *b, const struct slice *sl,
-	     unsigned fua, const uint8_t *pbuf)
+slice_writes(struct raid_array *a, struct batch *b, const struct raid_piece *p,
+	     const struct slice *sl, int plan, const uint8_t *pbuf)
 {
 	unsigned nd = a->nr_members - 1;
+	unsigned pm = raid5_parity_member(&a->g, sl->stripe);
+	unsigned fua = (p->flags & RAID_FUA) ? IO_FUA : 0;
 	int r = 0;
 
 	for (unsigned j = 0; j < nd && r == 0; j++) {
-		struct raid_member *m = data_member(a, sl->stripe, j);
+		unsigned role = data_role(a, sl->stripe, j);
 
-		if (sl->we[j] > sl->ws[j]) {
+		if (touched(sl, j) && piece_can_write(a, p, role)) {
 			r = batch_write(
-				b, m, sl->src[j], sl->we[j] - sl->ws[j],
-				stripe_offset(a, m, sl->stripe, sl->ws[j]),
+				b, &a->members[role], sl->src[j],
+				sl->we[j] - sl->ws[j],
+				stripe_offset(a, role, sl->stripe, sl->ws[j]),
 				fua);
 		}
 	}
-	if (r == 0) {
-		struct raid_member *m = parity_member(a, sl->stripe);
-
-		r = batch_write(b, m, pbuf, sl->b - sl->a,
-				stripe_offset(a, m, sl->stripe, sl->a), fua);
+	if (r == 0 && plan != PLAN_DATA && plan != PLAN_REPAIR) {
+		r = batch_write(b, &a->members[pm], pbuf, sl->b - sl->a,
+				stripe_offset(a, pm, sl->stripe, sl->a), fua);
 	}
 	return r;
 }
 
 /* Read what the slice needs, compute parity, write data and parity. */
 static int
-raid5_write_slice(struct raid_array *a, struct batch *b, const struct slice *sl,
-		  uint32_t flags)
+raid5_write_slice(struct raid_array *a, struct batch *b,
+		  const struct raid_piece *p, const struct slice *sl)
 {
-	unsigned nd = a->nr_members - 1;
+	unsigned nd = a->nr_members - 1, x = 0;
 	uint32_t len = sl->b - sl->a;
-	bool rmw = slice_use_rmw(a, sl);
-	uint8_t *bufs[RAID_MAX_MEMBERS], *pbuf, *tmp;
-	uint8_t *s =
-		bounce_get(BOUNCE_PARITY, (size_t)(nd + 3) * len, IO_BUF_ALIGN);
-	int r;
+	int plan = slice_plan(a, p, sl, &x);
+	uint8_t *bufs[RAID_MAX_MEMBERS], *pbuf, *tmp, *s;
+	int r = 0;
 
+	if (plan < 0) {
+		return plan;
+	}
+	s = bounce_get(BOUNCE_PARITY, (size_t)(nd + 3) * len, IO_BUF_ALIGN);
 	if (!s) {
 		return -ENOMEM;
 	}
@@ -333,16 +413,17 @@ raid5_write_slice(struct raid_array *a, struct batch *b, const struct slice *sl,
 	}
 	pbuf = s + (size_t)nd * len;
 	tmp = pbuf + len; /* two slices: new data, then the XOR */
-	r = slice_reads(a, b, sl, rmw, bufs, pbuf);
-	if (r == 0) {
-		r = batch_run(b);
+	if (plan != PLAN_DATA && plan != PLAN_REPAIR) {
+		r = slice_reads(a, b, sl, plan, x, bufs, pbuf);
+		if (r == 0) {
+			r = batch_run(b);
+		}
+		if (r == 0) {
+			r = slice_parity(a, sl, plan, x, bufs, pbuf, tmp);
+		}
 	}
 	if (r == 0) {
-		r = slice_parity(a, sl, rmw, bufs, pbuf, tmp);
-	}
-	if (r == 0) {
-		r = slice_writes(a, b, sl, (flags & RAID_FUA) ? IO_FUA : 0,
-				 pbuf);
+		r = slice_writes(a, b, p, sl, plan, pbuf);
 	}
 	if (r == 0) {
 		r = batch_run(b);
@@ -403,14 +484,14 @@ raid5_write_piece(struct raid_array *a, struct batch *b,
 		struct slice sl;
 
 		slice_init(a, p, x, MIN(RAID5_SLICE, hi - x), zeros, &sl);
-		r = raid5_write_slice(a, b, &sl, p->flags);
+		r = raid5_write_slice(a, b, p, &sl);
 	}
 	stripe_unlock(&a->stripe_locks, stripe);
 	bounce_put(BOUNCE_PARITY);
 	return r;
 }
 
-/* Trim or zero a whole stripe: every member's row, parity included. */
+/* Trim or zero a whole stripe: every live member's row, parity included. */
 static int
 raid5_discard_stripe(struct raid_array *a, struct batch *b,
 		     const struct raid_piece *p)
@@ -420,8 +501,11 @@ raid5_discard_stripe(struct raid_array *a, struct batch *b,
 
 	stripe_lock(&a->stripe_locks, stripe);
 	for (unsigned m = 0; m < a->nr_members && r == 0; m++) {
-		r = batch_discard(b, &a->members[m], p->op, a->chunk_bytes,
-				  stripe_offset(a, &a->members[m], stripe, 0));
+		if (piece_can_write(a, p, m)) {
+			r = batch_discard(b, &a->members[m], p->op,
+					  a->chunk_bytes,
+					  stripe_offset(a, m, stripe, 0));
+		}
 	}
 	if (r == 0) {
 		r = batch_run_discard(b);
@@ -471,6 +555,72 @@ raid5_write(struct raid_array *a, struct batch *b, const struct raid_piece *p)
 	}
 }
 
+/*
+ * A piece whose data member cannot be read: the XOR of the same bytes of
+ * every other member, under the stripe lock (a write between the reads
+ * would tear data from parity).  Runs the batch (with whatever the request
+ * queued before), slice by slice.
+ */
+static int
+raid5_reconstruct(struct raid_array *a, struct batch *b,
+		  const struct raid_piece *p, unsigned role)
+{
+	unsigned n = a->nr_members;
+	uint64_t stripe = p->chunk_no / (n - 1);
+	int r = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		if (i != role && !piece_can_read(a, p, i)) {
+			return -EIO; /* two members of the stripe gone */
+		}
+	}
+	stripe_lock(&a->stripe_locks, stripe);
+	for (uint32_t done = 0; done < p->len && r == 0;) {
+		uint32_t len = MIN(RAID5_SLICE, p->len - done);
+		uint8_t *s = bounce_get(BOUNCE_PARITY, (size_t)(n - 1) * len,
+					IO_BUF_ALIGN);
+		void *srcs[RAID_MAX_MEMBERS];
+		unsigned k = 0;
+
+		if (!s) {
+			r = -ENOMEM;
+			break;
+		}
+		for (unsigned i = 0; i < n && r == 0; i++) {
+			if (i == role) {
+				continue;
+			}
+			srcs[k] = s + (size_t)k * len;
+			r = batch_read(b, &a->members[i], srcs[k], len,
+				       stripe_offset(a, i, stripe,
+						     p->in_chunk + done));
+			k++;
+		}
+		if (r == 0) {
+			r = batch_run(b);
+		}
+		if (r == 0) {
+			r = parity_xor((uint8_t *)p->buf + done, srcs, k, len);
+		}
+		done += len;
+	}
+	stripe_unlock(&a->stripe_locks, stripe);
+	bounce_put(BOUNCE_PARITY);
+	return r;
+}
+
+static int
+raid5_read(struct raid_array *a, struct batch *b, const struct raid_piece *p)
+{
+	struct raid_loc loc;
+
+	raid5_map(&a->g, p->chunk_no, &loc);
+	if (p->only || piece_can_read(a, p, loc.member)) {
+		return copies_read(a, b, p);
+	}
+	return raid5_reconstruct(a, b, p, loc.member);
+}
+
 /* Parity rebuilds one member, any one. */
 static bool
 raid5_enough(const struct raid_geom *g, uint64_t lost)
@@ -518,7 +668,7 @@ const struct raid_layout raid5_layout = {
 	.md_layout_name = raid5_md_layout_name,
 	.parity_member = raid5_parity_member,
 	.enough        = raid5_enough,
-	.read          = copies_read,
+	.read          = raid5_read,
 	.write         = raid5_write,
 };
 /* clang-format on */

@@ -74,7 +74,13 @@ mem_one(struct io_req *r)
 	mm->count[r->op]++;
 	mm->vectored += r->nr_iov > 0;
 	mm->segments += r->nr_iov;
-	if (mm->fail_always || (mm->fail_at && mm->ops == mm->fail_at)) {
+	if (mm->fail_always ||
+	    (mm->fail_at && mm->ops >= mm->fail_at &&
+	     mm->ops < mm->fail_at + (mm->fail_times ? mm->fail_times : 1))) {
+		return -mm->fail_errno;
+	}
+	if ((mm->bad_ops & (1u << r->op)) && r->off < mm->bad_off + mm->bad_len &&
+	    mm->bad_off < r->off + r->len) {
 		return -mm->fail_errno;
 	}
 	if (mm->refuse_ops & (1u << r->op)) {

@@ -1,7 +1,9 @@
 /*
  * mem_backend.h: in-memory members behind struct io_backend, for unit tests
  * without files, root or io_uring.  Each member can be told to fail its
- * n-th request (or every request) with a chosen errno, or refuse some ops
+ * n-th request (and some after it: the core retries a failure once), every
+ * request, or the requests over a bad range, with a chosen errno, or
+ * refuse some ops
  * (EOPNOTSUPP, as a filesystem without punch hole); every request is
  * counted by op (a vectored one once, whatever its segments), and the flags
  * of writes and the iovec segments of vectored requests are recorded.  Like
@@ -26,7 +28,12 @@ struct mem_member {
 	unsigned vectored;   /* requests that carried an iovec list */
 	unsigned segments;   /* iovec segments seen, all requests */
 	unsigned fail_at; /* fail the fail_at-th request (1-based); 0 never */
+	unsigned fail_times; /* ...and the ones after it: this many (0: 1) */
 	bool fail_always;
+	/* Bad sectors: requests of ops in bad_ops (1 << op) that overlap
+	 * [bad_off, bad_off + bad_len) fail with fail_errno, every time. */
+	unsigned bad_ops;
+	uint64_t bad_off, bad_len;
 	int fail_errno;	     /* positive errno */
 	unsigned delay_us;   /* sleep before each request: widen races */
 	unsigned refuse_ops; /* 1 << op: refused with EOPNOTSUPP, as a
