@@ -159,14 +159,19 @@ cmd_status(struct control_server *cs, struct client *c)
 
 /* Why the core refused, in words (the errno alone says little). */
 static const char *
-refusal(const char *cmd, int err)
+refusal(const char *cmd, int err, const struct raid_member *m)
 {
-	bool fail = strcmp(cmd, "fail") == 0;
+	int state = atomic_load(&m->state);
 
 	switch (err) {
 	case EBUSY:
-		return fail ? "it holds the last copy of some data"
-			    : "it is in sync: fail it first";
+		if (strcmp(cmd, "fail") == 0) {
+			return "it holds the last copy of some data";
+		}
+		return state == RAID_MEMBER_IN_SYNC ||
+				       state == RAID_MEMBER_REBUILDING
+			       ? "it is still in the array: fail it first"
+			       : "its I/O is still in flight";
 	case ENOENT:
 		return "no member holds that role";
 	case ENOSYS:
@@ -228,7 +233,7 @@ cmd_member(struct control_server *cs, struct client *c, const char *cmd,
 		r = raid_remove_member(cs->a, role);
 	}
 	if (r < 0) {
-		why = refusal(cmd, -r);
+		why = refusal(cmd, -r, m);
 		answer_error(c, "member %d (%s): %s%s%s", role,
 			     m->path ? m->path : "none", strerror(-r),
 			     why ? ": " : "", why ? why : "");
