@@ -386,6 +386,33 @@ test_control_bad_requests_keep_connection(void **state)
 	close(c.fd);
 }
 
+/*
+ * Random bytes (newlines among them) from several clients, each closed
+ * at a random point, answers unread: the server answers the next client.
+ */
+static void
+test_control_garbage_never_hurts(void **state)
+{
+	struct raid_array *a = served(*state);
+	static uint8_t junk[20000];
+	struct client c;
+
+	for (unsigned i = 0; i < 40; i++) {
+		size_t len = 1 + t_rand(sizeof(junk));
+
+		t_fill_random(junk, len);
+		for (size_t j = 0; j < len; j += 1 + t_rand(300)) {
+			junk[j] = t_rand(4) ? junk[j] : '\n';
+		}
+		client_connect(&c);
+		client_send(&c, (const char *)junk, len);
+		close(c.fd);
+	}
+	client_connect(&c);
+	assert_status_matches(a, &c);
+	close(c.fd);
+}
+
 /* A client that stalls mid-line or leaves does not hold up another. */
 static void
 test_control_clients_do_not_block_each_other(void **state)
@@ -701,14 +728,18 @@ test_control_fail_and_remove(void **state)
 {
 	struct fixture *f = *state;
 	struct json_object *ans, *s;
-	struct raid_array *a = served(f);
 	char prog[128], log[512];
+	struct raid_array *a;
 	struct client c;
 	unsigned n;
 
+	/* As raid_open and raid_start do: the runner first, then control. */
 	write_program(prog, sizeof(prog), "");
+	assert_int_equal(fixture_open(f, &raid5), 0);
+	a = f->a;
 	assert_int_equal(events_new(prog, "nbdraid", &a->events), 0);
-	assert_int_equal(events_start(a->events), 0);
+	assert_int_equal(control_open(a, sock_path, &a->control), 0);
+	assert_int_equal(raid_start(a), 0);
 	client_connect(&c);
 	ans = client_request(&c, "{\"command\":\"fail\",\"member\":\"1\"}");
 	if (!answer_ok(ans) && strstr(json_object_get_string(get(ans, "error")),
@@ -767,6 +798,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(
 			test_control_bad_requests_keep_connection, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_control_garbage_never_hurts, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_control_clients_do_not_block_each_other, setup,
 			teardown),
