@@ -174,8 +174,6 @@ refusal(const char *cmd, int err, const struct raid_member *m)
 			       : "its I/O is still in flight";
 	case ENOENT:
 		return "no member holds that role";
-	case ENOSYS:
-		return "not supported by this build yet";
 	default:
 		return NULL;
 	}
