@@ -21,6 +21,8 @@
 #define RAID_MIN_CHUNK	   (4u << 10)
 #define RAID_MAX_CHUNK	   (16u << 20)
 #define RAID_DEFAULT_CHUNK (512u << 10)
+/* member=missing: a role with no member (raw mode; mdadm's word). */
+#define RAID_MEMBER_MISSING_NAME "missing"
 /* md and the kernel count offsets and sizes in 512-byte sectors. */
 #define RAID_SECTOR_BYTES 512u
 

@@ -849,6 +849,9 @@ member_area(struct raid_array *a, uint64_t member_size)
 		char what[96];
 		int n = 0;
 
+		if (!member_alive(m)) {
+			continue; /* missing */
+		}
 		if (m->size >= need) {
 			avail = MIN(avail, m->size - data_offset);
 			continue;
@@ -867,6 +870,10 @@ member_area(struct raid_array *a, uint64_t member_size)
 		}
 		raid_error("member %u (%s): size %llu is smaller than %s", i,
 			   m->path, (unsigned long long)m->size, what);
+		return -EINVAL;
+	}
+	if (avail == UINT64_MAX) {
+		raid_error("no member could be opened");
 		return -EINVAL;
 	}
 	if (member_size) {
@@ -890,7 +897,7 @@ member_area(struct raid_array *a, uint64_t member_size)
 	for (unsigned i = 0; i < a->nr_members; i++) {
 		uint64_t used = a->g.data_offset[i] + a->member_bytes;
 
-		if (a->members[i].size > used) {
+		if (member_alive(&a->members[i]) && a->members[i].size > used) {
 			raid_debug(
 				"member %u (%s): %llu bytes past %llu unused",
 				i, a->members[i].path,
@@ -912,6 +919,10 @@ array_alignment(struct raid_array *a)
 	a->mem_align = a->io_align = a->discard_align = 1;
 	for (unsigned i = 0; i < a->nr_members; i++) {
 		const struct raid_member *m = &a->members[i];
+
+		if (!member_alive(m)) {
+			continue;
+		}
 
 		a->mem_align = MAX(a->mem_align, m->mem_align);
 		a->io_align = MAX(a->io_align, m->io_align);
@@ -978,7 +989,9 @@ array_geometry(struct raid_array *a, const struct raid_config *cfg,
 		r = member_overlap_check(a->members, a->nr_members);
 	}
 	for (unsigned i = 0; i < a->nr_members && r == 0; i++) {
-		r = member_claim(&a->members[i]);
+		if (member_alive(&a->members[i])) {
+			r = member_claim(&a->members[i]);
+		}
 	}
 	if (r == 0) {
 		r = array_alignment(a);
@@ -1026,13 +1039,81 @@ array_create(const struct raid_config *cfg, struct raid_member *members,
 	return 0;
 }
 
+/* "0, 2": the roles in a mask, for messages. */
+static const char *
+roles_str(uint64_t roles, char *buf, size_t len)
+{
+	role_list(roles, buf, len);
+	return buf;
+}
+
+/*
+ * May the array start with the roles in `missing` out?  Only if it can
+ * produce every byte without them; a role the superblocks still count in
+ * sync (`unrecorded`: its member may just be late) only with degraded=ok,
+ * as mdadm wants --run; a parity array that is both dirty and degraded
+ * only with force=true (md: "cannot start dirty degraded array"), which
+ * then accepts that its parity may not match its data, as mdadm --force.
+ */
+static int
+start_degraded(struct raid_array *a, const struct raid_config *cfg,
+	       uint64_t missing, uint64_t unrecorded)
+{
+	char list[160];
+
+	if (!missing) {
+		return 0;
+	}
+	if (!a->layout->enough(&a->g, missing)) {
+		raid_error(
+			"%u of %u members missing (role%s %s): raid%d cannot run without them",
+			(unsigned)__builtin_popcountll(missing), a->nr_members,
+			missing & (missing - 1) ? "s" : "",
+			roles_str(missing, list, sizeof(list)),
+			a->layout->level);
+		return -EINVAL;
+	}
+	if (unrecorded && !cfg->degraded_ok) {
+		raid_error(
+			"role%s %s: %s, and no member for it was given or could be opened; degraded=ok starts without it (mdadm --run)",
+			unrecorded & (unrecorded - 1) ? "s" : "",
+			roles_str(unrecorded, list, sizeof(list)),
+			a->meta ? "the superblocks count a member in sync there"
+				: "a member was named for it");
+		return -EINVAL;
+	}
+	if (a->meta && a->meta->stay_dirty && a->layout->parity_member) {
+		if (!cfg->force) {
+			raid_error(
+				"the array is degraded and was not shut down cleanly: its parity may not match its data, and the missing member's data cannot be trusted (md: cannot start dirty degraded array); force=true starts it anyway");
+			return -EINVAL;
+		}
+		raid_error(
+			"force=true: starting a dirty degraded array; parity that did not match its data gives wrong bytes for the missing member there");
+		a->meta->stay_dirty =
+			false; /* marked clean, as mdadm --force */
+	}
+	for (unsigned r = 0; a->meta && r < a->nr_members; r++) {
+		if ((unrecorded >> r) & 1) {
+			/* Written with the next superblock update, as md. */
+			meta_set_role(a->meta, r, MD_ROLE_SPARE);
+		}
+	}
+	snprintf(a->reason, sizeof(a->reason), "started without role%s %s",
+		 missing & (missing - 1) ? "s" : "",
+		 roles_str(missing, list, sizeof(list)));
+	raid_error("array degraded: %s", a->reason);
+	array_event(a, "DegradedArray", NULL);
+	return 0;
+}
+
 /*
  * The members' superblocks, if they carry them: the array they make, its
  * members in role order.  1: no superblocks, serve the settings (raw).
  */
 static int
 open_md(const struct raid_config *cfg, struct raid_member *m, unsigned *nr,
-	struct raid_array **out)
+	unsigned cap, struct raid_array **out)
 {
 	struct meta_geometry geo;
 	struct raid_config eff;
@@ -1042,7 +1123,7 @@ open_md(const struct raid_config *cfg, struct raid_member *m, unsigned *nr,
 	if (cfg->metadata == RAID_META_NONE) {
 		return 1;
 	}
-	r = meta_assemble(cfg, m, nr, &geo, &meta);
+	r = meta_assemble(cfg, m, nr, cap, &geo, &meta);
 	if (r == -ENOENT && cfg->metadata == RAID_META_AUTO) {
 		return 1;
 	}
@@ -1061,26 +1142,59 @@ open_md(const struct raid_config *cfg, struct raid_member *m, unsigned *nr,
 	eff.member_size = geo.member_bytes;
 	eff.nr_members = *nr;
 	r = array_create(&eff, m, *nr, geo.data_offset, out);
-	if (r < 0) {
+	if (r == 0) {
+		(*out)->meta = meta;
+		r = start_degraded(*out, cfg, meta->missing, meta->unrecorded);
+		if (r < 0) {
+			meta_free(meta);
+			array_free(*out);
+			*out = NULL;
+		}
+	} else {
 		meta_free(meta);
-		return r;
 	}
-	(*out)->meta = meta;
-	return 0;
+	return r;
+}
+
+/* Raw mode: the roles whose member is missing (member=missing, or not
+ * opened), and of those the ones that were named. */
+static void
+raw_missing(const struct raid_config *cfg, const struct raid_member *m,
+	    unsigned nr, uint64_t *missing, uint64_t *named)
+{
+	*missing = *named = 0;
+	for (unsigned i = 0; i < nr; i++) {
+		if (!member_alive(&m[i])) {
+			*missing |= 1ull << i;
+			if (strcmp(cfg->members[i], RAID_MEMBER_MISSING_NAME)) {
+				*named |= 1ull << i;
+			}
+		}
+	}
 }
 
 int
 array_assemble(const struct raid_config *cfg, struct raid_member *m,
-	       unsigned *nr, struct raid_array **out)
+	       unsigned *nr, unsigned cap, struct raid_array **out)
 {
-	int r = open_md(cfg, m, nr, out);
+	int r = open_md(cfg, m, nr, cap, out);
 	struct raid_config raw = *cfg;
+	uint64_t missing, named;
 
-	if (r == 1) {
-		raw.nr_members = *nr; /* the members given, however given */
-		r = raid_config_check_raw(&raw);
-		if (r == 0) {
-			r = array_create(&raw, m, *nr, NULL, out);
+	if (r != 1) {
+		return r;
+	}
+	raw.nr_members = *nr; /* the members given, however given */
+	r = raid_config_check_raw(&raw);
+	if (r == 0) {
+		r = array_create(&raw, m, *nr, NULL, out);
+	}
+	if (r == 0 && cfg->members) {
+		raw_missing(cfg, m, *nr, &missing, &named);
+		r = start_degraded(*out, cfg, missing, named);
+		if (r < 0) {
+			array_free(*out);
+			*out = NULL;
 		}
 	}
 	return r;
@@ -1123,7 +1237,7 @@ int
 raid_open(const struct raid_config *cfg, struct raid_array **out)
 {
 	struct raid_config sel = *cfg;
-	unsigned i = 0, nr = 0;
+	unsigned i = 0, nr = 0, cap = 0;
 	struct raid_member *m = NULL;
 	char **paths = NULL;
 	int r;
@@ -1133,20 +1247,29 @@ raid_open(const struct raid_config *cfg, struct raid_array **out)
 		r = meta_select(cfg, &paths, &nr);
 	}
 	if (r == 0) {
-		m = calloc(nr ? nr : 1, sizeof(*m));
+		cap = nr + RAID_MAX_MEMBERS; /* missing roles get a member */
+		m = calloc(cap, sizeof(*m));
 		r = m ? 0 : -ENOMEM;
 	}
 	for (; r == 0 && i < nr; i++) {
+		if (strcmp(paths[i], RAID_MEMBER_MISSING_NAME) == 0) {
+			r = member_missing(&m[i], i, NULL);
+			continue;
+		}
 		r = member_open(&m[i], i, paths[i], cfg->direct, cfg->read_only,
 				cfg->io);
-		if (r < 0) {
+		if (r == -ENOMEM) {
 			i++; /* close this one too */
+		} else if (r < 0) {
+			/* Assembly decides whether the array can do without. */
+			member_close(&m[i]);
+			r = member_missing(&m[i], i, paths[i]);
 		}
 	}
 	sel.members = paths;
 	sel.nr_members = nr;
 	if (r == 0) {
-		r = array_assemble(&sel, m, &nr, out);
+		r = array_assemble(&sel, m, &nr, cap, out);
 		i = nr; /* assembly closed the members it left out */
 	}
 	if (r == 0) {

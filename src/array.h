@@ -130,13 +130,16 @@ void state_stop(struct raid_array *a);
 int state_close(struct raid_array *a);
 
 /*
- * Assemble an array over members already open, in the order given: from
- * their md superblocks (then in role order, *nr less the members left out,
- * which are closed), or from the settings (raw).  raid_open's work after
- * opening the members; tests give it memory members.
+ * Assemble an array over members already open (or, those that would not
+ * open, of state missing: member_missing), in the order given: from their
+ * md superblocks (then in role order, *nr the array's roles, a missing
+ * member in each role no member holds, and after them the members left
+ * out, closed: m has room for cap), or from the settings (raw).  Then
+ * whether it may start degraded (docs/degraded.md).  raid_open's work
+ * after opening the members; tests give it memory members.
  */
 int array_assemble(const struct raid_config *cfg, struct raid_member *m,
-		   unsigned *nr, struct raid_array **out);
+		   unsigned *nr, unsigned cap, struct raid_array **out);
 
 /*
  * Assemble an array over members already open, in role order (tests use

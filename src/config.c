@@ -577,7 +577,8 @@ set_from_file(struct raid_config *c, const char *dir, const char *key,
 {
 	char path[PATH_MAX];
 
-	if (strcmp(key, "member") == 0 && value[0] != '/') {
+	if (strcmp(key, "member") == 0 && value[0] != '/' &&
+	    strcmp(value, RAID_MEMBER_MISSING_NAME) != 0) {
 		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, value) >=
 		    sizeof(path)) {
 			raid_error("member '%s': path too long", value);

@@ -228,6 +228,17 @@ member_open(struct raid_member *m, unsigned role, const char *path, bool direct,
 	return 0;
 }
 
+int
+member_missing(struct raid_member *m, unsigned role, const char *path)
+{
+	memset(m, 0, sizeof(*m));
+	m->role = role;
+	m->fd = -1;
+	atomic_init(&m->state, RAID_MEMBER_MISSING);
+	m->path = path ? strdup(path) : NULL;
+	return path && !m->path ? -ENOMEM : 0;
+}
+
 void
 member_close(struct raid_member *m)
 {

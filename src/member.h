@@ -87,6 +87,9 @@ member_alive(const struct raid_member *m)
 int member_open(struct raid_member *m, unsigned role, const char *path,
 		bool direct, bool read_only, enum raid_io_mode io);
 void member_close(struct raid_member *m);
+/* A role with no member (state missing); path: the one that would not
+ * open, or NULL.  0 or -ENOMEM. */
+int member_missing(struct raid_member *m, unsigned role, const char *path);
 
 /*
  * Keep others off the member while it is ours to write: an OFD lock on a

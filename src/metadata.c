@@ -22,8 +22,9 @@
  *      member's dev_number; a member more than one event behind is stale
  *      and left out (force=true takes it back, as mdadm --force); spares
  *      are left out; two members claiming one role are refused;
- *   5. a role with no member (missing, failed, stale) is degraded: refused
- *      until degraded mode exists, saying so;
+ *   5. a role with no member (failed, removed, stale, not given or not
+ *      opened) is missing: array.c decides whether the array may start
+ *      degraded (enough members, degraded=ok, dirty and degraded);
  *   6. the geometry (level, layout, chunk, size, data offsets) from the
  *      superblocks; a setting given that contradicts them is refused,
  *      naming both.
@@ -201,7 +202,15 @@ uuid_str(const uint8_t *u, char *buf)
 }
 
 /* What each given member turned out to be. */
-enum found_as { FOUND_ACTIVE, FOUND_SPARE, FOUND_STALE, FOUND_REBUILDING };
+enum found_as {
+	FOUND_ACTIVE,
+	FOUND_SPARE,
+	FOUND_STALE,
+	FOUND_REBUILDING,
+	FOUND_FAILED,  /* the freshest table says faulty */
+	FOUND_REMOVED, /* ...says removed, where it thinks itself active */
+	FOUND_ABSENT,  /* given, but could not be opened */
+};
 
 struct found {
 	struct meta_member mm;
@@ -213,6 +222,7 @@ struct assembly {
 	const struct raid_config *cfg;
 	struct raid_member *m;
 	unsigned nr;
+	unsigned cap; /* room in m: the array's roles must fit */
 	struct found *f;
 	unsigned freshest; /* index of the freshest active member */
 	const struct raid_layout *layout;
@@ -227,6 +237,10 @@ read_all(struct assembly *as)
 	int r;
 
 	for (unsigned i = 0; i < as->nr; i++) {
+		if (!member_alive(&as->m[i])) {
+			as->f[i].as = FOUND_ABSENT; /* could not be opened */
+			continue;
+		}
 		r = meta_read(&as->m[i], &as->f[i].mm, why, sizeof(why));
 		if (r == -ENOENT) {
 			if (!without++) {
@@ -285,7 +299,7 @@ find_freshest(struct assembly *as)
 		const struct md_sb *sb = &as->f[i].mm.sb;
 		uint16_t role = md_sb_role(sb);
 
-		if (role >= MD_ROLE_MAX) {
+		if (role >= MD_ROLE_MAX || as->f[i].as == FOUND_ABSENT) {
 			continue;
 		}
 		if (!any || sb->events > as->f[as->freshest].mm.sb.events) {
@@ -352,9 +366,15 @@ classify(struct assembly *as, unsigned i)
 				: MD_ROLE_SPARE;
 	struct found *f = &as->f[i];
 
+	if (f->as == FOUND_ABSENT) {
+		return;
+	}
 	f->role = role;
-	if (role >= fresh->raid_disks) {
-		f->as = FOUND_SPARE;
+	if (role == MD_ROLE_FAULTY) {
+		f->as = FOUND_FAILED;
+	} else if (role >= fresh->raid_disks) {
+		f->as = md_sb_role(sb) < sb->raid_disks ? FOUND_REMOVED
+							: FOUND_SPARE;
 	} else if (sb->events + 1 < fresh->events && !as->cfg->force) {
 		f->as = FOUND_STALE;
 	} else if (sb->feature_map & MD_FEATURE_RECOVERY_OFFSET) {
@@ -378,6 +398,22 @@ assign_roles(struct assembly *as, int *by_role)
 		struct found *f = &as->f[i];
 
 		switch (f->as) {
+		case FOUND_ABSENT:
+			continue;
+		case FOUND_FAILED:
+			raid_error(
+				"member %s: recorded as failed in the array's superblocks (its events %llu, the array's %llu): left out",
+				as->m[i].path,
+				(unsigned long long)f->mm.sb.events,
+				(unsigned long long)fresh->events);
+			continue;
+		case FOUND_REMOVED:
+			raid_error(
+				"member %s: recorded as removed from the array (its events %llu, the array's %llu): left out",
+				as->m[i].path,
+				(unsigned long long)f->mm.sb.events,
+				(unsigned long long)fresh->events);
+			continue;
 		case FOUND_SPARE:
 			raid_debug(
 				"member %s: a spare (role %#x); left out: nbdraid does not use spares yet",
@@ -411,35 +447,30 @@ assign_roles(struct assembly *as, int *by_role)
 	return 0;
 }
 
-/* Every role filled, or say which are not: degraded is refused for now. */
-static int
-check_complete(struct assembly *as, const int *by_role)
+/*
+ * The roles with no member: *missing, and of those the ones the freshest
+ * role table still counts in sync (*unrecorded: a member not given, or not
+ * opened; the rest were recorded failed or removed).  Whether the array
+ * may start so is the caller's (array.c: start_degraded).
+ */
+static void
+find_missing(struct assembly *as, const int *by_role, uint64_t *missing,
+	     uint64_t *unrecorded)
 {
 	const struct md_sb *fresh = &as->f[as->freshest].mm.sb;
-	unsigned missing = 0, faulty = 0;
-	char list[256] = "";
-	size_t at = 0;
 
-	for (unsigned i = 0; i < fresh->max_dev; i++) {
-		faulty += fresh->dev_roles[i] == MD_ROLE_FAULTY;
-	}
+	*missing = *unrecorded = 0;
 	for (unsigned r = 0; r < fresh->raid_disks; r++) {
-		if (by_role[r] < 0) {
-			missing++;
-			at += snprintf(list + at,
-				       sizeof(list) - MIN(at, sizeof(list)),
-				       "%s%u", missing > 1 ? ", " : "", r);
+		if (by_role[r] >= 0) {
+			continue;
+		}
+		*missing |= 1ull << r;
+		for (uint32_t d = 0; d < fresh->max_dev; d++) {
+			if (fresh->dev_roles[d] == r) {
+				*unrecorded |= 1ull << r;
+			}
 		}
 	}
-	if (!missing) {
-		return 0;
-	}
-	raid_error(
-		"array %s (%s) is degraded: no working member for role%s %s%s; nbdraid cannot serve a degraded array yet",
-		uuid_str(fresh->set_uuid, (char[40]){ 0 }), fresh->set_name,
-		missing > 1 ? "s" : "", list,
-		faulty ? " (the superblocks record a failed member)" : "");
-	return -EINVAL;
 }
 
 /* A setting given and the superblocks' value must agree. */
@@ -507,15 +538,20 @@ geometry_sizes(struct assembly *as, const int *by_role,
 	const struct raid_config *cfg = as->cfg;
 	int r;
 
+	int first = -1;
+
 	geo->member_bytes = fresh->size * RAID_SECTOR_BYTES;
 	for (unsigned role = 0; role < fresh->raid_disks; role++) {
-		unsigned i = by_role[role];
-		const struct md_sb *sb = &as->f[i].mm.sb;
+		int i = by_role[role];
+		const struct md_sb *sb = &as->f[i < 0 ? 0 : i].mm.sb;
 		uint64_t data = sb->data_size * RAID_SECTOR_BYTES;
 
+		if (i < 0) {
+			continue; /* missing: placed like the first present */
+		}
 		if (fresh->level == 0) {
 			data = ROUND_DOWN(data, geo->chunk_bytes);
-			if (role && data != geo->member_bytes) {
+			if (first >= 0 && data != geo->member_bytes) {
 				raid_error(
 					"member %s: md raid0 over members of different sizes (more than one zone) is not supported",
 					as->m[i].path);
@@ -535,43 +571,66 @@ geometry_sizes(struct assembly *as, const int *by_role,
 		if (r < 0) {
 			return r;
 		}
+		first = first < 0 ? (int)role : first;
+	}
+	for (unsigned role = 0; role < fresh->raid_disks; role++) {
+		if (by_role[role] < 0) {
+			geo->data_offset[role] = geo->data_offset[first];
+		}
 	}
 	return agree("member-size", cfg->member_size != 0, cfg->member_size,
 		     geo->member_bytes, " bytes");
 }
 
 /*
- * Put the members in role order; the ones left out go after them, closed
- * (each member stays in the array once, so its owner can free them all).
+ * Put the members in role order, a member of no file in each missing role
+ * (state missing); the ones left out go after them, closed (each member
+ * stays in the array once, so its owner can free them all).
  */
 static int
 reorder(struct assembly *as, const int *by_role, unsigned roles,
 	struct meta_member *keep)
 {
-	struct raid_member *sorted = calloc(as->nr, sizeof(*sorted));
-	unsigned tail = roles;
+	unsigned used = 0, tail = roles, total;
+	struct raid_member *sorted;
 
+	for (unsigned r = 0; r < roles; r++) {
+		used += by_role[r] >= 0;
+	}
+	total = roles + (as->nr - used);
+	if (total > as->cap) {
+		raid_error(
+			"the array has %u roles: more than nbdraid has room for (%u)",
+			roles, as->cap);
+		return -EINVAL;
+	}
+	sorted = calloc(total, sizeof(*sorted));
 	if (!sorted) {
 		return -ENOMEM;
 	}
 	for (unsigned r = 0; r < roles; r++) {
-		sorted[r] = as->m[by_role[r]];
+		if (by_role[r] < 0) {
+			sorted[r].fd = -1;
+			atomic_init(&sorted[r].state, RAID_MEMBER_MISSING);
+		} else {
+			sorted[r] = as->m[by_role[r]];
+			keep[r] = as->f[by_role[r]].mm;
+			keep[r].present = true;
+		}
 		sorted[r].role = r;
-		keep[r] = as->f[by_role[r]].mm;
-		keep[r].present = true;
 	}
 	for (unsigned i = 0; i < as->nr; i++) {
-		bool used = false;
+		bool in = false;
 
 		for (unsigned r = 0; r < roles; r++) {
-			used |= by_role[r] == (int)i;
+			in |= by_role[r] == (int)i;
 		}
-		if (!used) {
+		if (!in) {
 			member_close(&as->m[i]);
 			sorted[tail++] = as->m[i];
 		}
 	}
-	memcpy(as->m, sorted, as->nr * sizeof(*sorted));
+	memcpy(as->m, sorted, total * sizeof(*sorted));
 	free(sorted);
 	as->nr = roles;
 	return 0;
@@ -602,13 +661,23 @@ assemble_checks(struct assembly *as, int *by_role, struct meta_geometry *geo)
 	int r = read_all(as);
 
 	for (unsigned i = 0; i < as->nr && r == 0; i++) {
-		r = check_features(&as->m[i], &as->f[i].mm.sb);
+		if (as->f[i].as != FOUND_ABSENT) {
+			r = check_features(&as->m[i], &as->f[i].mm.sb);
+		}
 	}
 	if (r == 0) {
 		r = find_freshest(as);
 	}
 	for (unsigned i = 0; i < as->nr && r == 0; i++) {
-		r = check_same_array(as, i);
+		if (as->f[i].as != FOUND_ABSENT) {
+			r = check_same_array(as, i);
+		}
+	}
+	if (r == 0 && as->f[as->freshest].mm.sb.raid_disks > RAID_MAX_MEMBERS) {
+		raid_error(
+			"the array has %u members: nbdraid serves at most %d",
+			as->f[as->freshest].mm.sb.raid_disks, RAID_MAX_MEMBERS);
+		r = -EOPNOTSUPP;
 	}
 	for (unsigned i = 0; i < as->nr && r == 0; i++) {
 		classify(as, i);
@@ -620,9 +689,6 @@ assemble_checks(struct assembly *as, int *by_role, struct meta_geometry *geo)
 		r = assign_roles(as, by_role);
 	}
 	if (r == 0) {
-		r = check_complete(as, by_role);
-	}
-	if (r == 0) {
 		r = geometry_sizes(as, by_role, geo);
 	}
 	return r;
@@ -630,9 +696,10 @@ assemble_checks(struct assembly *as, int *by_role, struct meta_geometry *geo)
 
 int
 meta_assemble(const struct raid_config *cfg, struct raid_member *m,
-	      unsigned *nr, struct meta_geometry *geo, struct raid_meta **out)
+	      unsigned *nr, unsigned cap, struct meta_geometry *geo,
+	      struct raid_meta **out)
 {
-	struct assembly as = { .cfg = cfg, .m = m, .nr = *nr };
+	struct assembly as = { .cfg = cfg, .m = m, .nr = *nr, .cap = cap };
 	int by_role[RAID_MAX_MEMBERS];
 	const struct md_sb *fresh;
 	struct raid_meta *meta = NULL;
@@ -660,6 +727,7 @@ meta_assemble(const struct raid_config *cfg, struct raid_member *m,
 		}
 		meta->stay_dirty = fresh->resync_offset != MD_RESYNC_DONE;
 		atomic_init(&meta->dirty, meta->stay_dirty);
+		find_missing(&as, by_role, &meta->missing, &meta->unrecorded);
 		r = reorder(&as, by_role, fresh->raid_disks, meta->members);
 	}
 	if (r < 0) {

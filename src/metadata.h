@@ -56,6 +56,9 @@ struct raid_meta {
 	/* Each role's entry in the role tables (md's dev_number), from the
 	 * freshest superblock; UINT32_MAX for a role with none. */
 	uint32_t role_dev[RAID_MAX_MEMBERS];
+	/* At assembly: the roles with no member, and of those the ones the
+	 * role tables still count in sync (not recorded failed or removed). */
+	uint64_t missing, unrecorded;
 	bool bitmap;	   /* md's internal bitmap: marked stale */
 	bool bitmap_stale; /* ...already, on every member */
 	bool stay_dirty;   /* found active: never marked clean */
@@ -81,15 +84,18 @@ struct meta_geometry {
 };
 
 /*
- * Read the members' superblocks and assemble.  On success the members
- * are in role order (*nr may shrink: spares and stale members are left
- * out and closed), *geo holds the geometry and *meta the state (free it
- * with meta_free).  -ENOENT: no member has an md superblock (raw mode
- * may serve them).  Any other refusal is logged naming the member and
- * the reason.  Settings given in cfg must agree with the superblocks.
+ * Read the members' superblocks and assemble.  Members that could not be
+ * opened are given with state missing.  On success the members are in
+ * role order, *nr of them (the array's roles: a role with no member gets
+ * one of state missing; spares, stale and failed members are left out and
+ * closed, after them; m has room for cap), *geo holds the geometry and
+ * *meta the state (free it with meta_free).  -ENOENT: no member has an md
+ * superblock (raw mode may serve them).  Any other refusal is logged naming the
+ * member and the reason.  Settings given in cfg must agree with the
+ * superblocks.
  */
 int meta_assemble(const struct raid_config *cfg, struct raid_member *m,
-		  unsigned *nr, struct meta_geometry *geo,
+		  unsigned *nr, unsigned cap, struct meta_geometry *geo,
 		  struct raid_meta **meta);
 void meta_free(struct raid_meta *meta);
 

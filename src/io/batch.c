@@ -411,7 +411,8 @@ skip_dead(struct batch *b, unsigned from)
 {
 	for (unsigned i = from; i < b->nr; i++) {
 		struct io_req *r = &b->reqs[i];
-		int s = atomic_load(&r->m->state); /* after the count: queue() */
+		int s = atomic_load(
+			&r->m->state); /* after the count: queue() */
 
 		r->res = s == RAID_MEMBER_IN_SYNC || s == RAID_MEMBER_REBUILDING
 				 ? 1

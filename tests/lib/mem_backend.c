@@ -79,7 +79,8 @@ mem_one(struct io_req *r)
 	     mm->ops < mm->fail_at + (mm->fail_times ? mm->fail_times : 1))) {
 		return -mm->fail_errno;
 	}
-	if ((mm->bad_ops & (1u << r->op)) && r->off < mm->bad_off + mm->bad_len &&
+	if ((mm->bad_ops & (1u << r->op)) &&
+	    r->off < mm->bad_off + mm->bad_len &&
 	    mm->bad_off < r->off + r->len) {
 		return -mm->fail_errno;
 	}
@@ -128,7 +129,7 @@ const struct io_backend mem_backend = {
 struct raid_member *
 mem_members_create_sizes(unsigned n, const uint64_t *sizes)
 {
-	struct raid_member *m = calloc(n, sizeof(*m));
+	struct raid_member *m = calloc(n + MEM_MEMBERS_ROOM, sizeof(*m));
 
 	for (unsigned i = 0; m && i < n; i++) {
 		struct mem_member *mm = calloc(1, sizeof(*mm));
@@ -163,11 +164,14 @@ mem_members_create(unsigned n, uint64_t size)
 void
 mem_members_free(struct raid_member *m, unsigned n)
 {
-	for (unsigned i = 0; i < n; i++) {
+	/* Assembly may have moved members into the room after n. */
+	for (unsigned i = 0; m && i < n + MEM_MEMBERS_ROOM; i++) {
 		struct mem_member *mm = m[i].priv;
 
-		free(mm->data);
-		free(mm);
+		if (mm) {
+			free(mm->data);
+			free(mm);
+		}
 		free(m[i].path);
 	}
 	free(m);

@@ -42,7 +42,12 @@ struct mem_member {
 
 extern const struct io_backend mem_backend;
 
-/* n members of `size` bytes each, zero-filled, roles 0..n-1. */
+/*
+ * n members of `size` bytes each, zero-filled, roles 0..n-1, in an array
+ * with room for MEM_MEMBERS_ROOM more (array_assemble's cap: a missing
+ * role gets a member of its own there); free frees whatever is in it.
+ */
+#define MEM_MEMBERS_ROOM RAID_MAX_MEMBERS
 struct raid_member *mem_members_create(unsigned n, uint64_t size);
 /* Members of different sizes. */
 struct raid_member *mem_members_create_sizes(unsigned n, const uint64_t *sizes);

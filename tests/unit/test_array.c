@@ -293,8 +293,7 @@ test_array_member_error_propagates(void **state)
 	/* Chunk 0 is on member 0: unaffected. */
 	assert_int_equal(raid_pread(f->a, buf, CHUNK, 0, 0), 0);
 	assert_int_equal(raid_pread(f->a, buf, 3 * CHUNK, 0, 0), -EIO);
-	assert_non_null(
-		strstr(t_errors, "member 1 (mem1): read at 0+4096"));
+	assert_non_null(strstr(t_errors, "member 1 (mem1): read at 0+4096"));
 	mem_of(&f->m[1])->fail_errno = ENOSPC;
 	assert_int_equal(raid_pwrite(f->a, buf, 2 * CHUNK, 100, 0), -ENOSPC);
 	assert_int_equal(raid_flush(f->a), -ENOSPC);
@@ -450,8 +449,7 @@ test_array_vectored_error_propagates(void **state)
 	}
 	mem_of(&f->m[0])->fail_always = true;
 	assert_int_equal(raid_pread(f->a, got, sizeof(got), 0, 0), -EIO);
-	assert_non_null(
-		strstr(t_errors, "member 0 (mem0): read at 0+131072"));
+	assert_non_null(strstr(t_errors, "member 0 (mem0): read at 0+131072"));
 }
 
 /*

@@ -37,6 +37,7 @@ struct md_array {
 	struct raid_config cfg;
 	struct raid_member *m;
 	unsigned n;			     /* members made */
+	unsigned omit;			     /* the last ones made, not given */
 	unsigned nr;			     /* members the array kept */
 	unsigned given[MD_DATA_MAX_MEMBERS]; /* position of mdadm's member d */
 	/* mdadm's member d's memory (assembly reorders x->m by role). */
@@ -77,10 +78,11 @@ md_members(struct md_array *x, const char *name)
 static int
 md_assemble(struct md_array *x)
 {
-	x->nr = x->n;
+	x->nr = x->n - x->omit;
 	t_last_error[0] = '\0';
 	t_errors[0] = '\0';
-	return array_assemble(&x->cfg, x->m, &x->nr, &x->a);
+	return array_assemble(&x->cfg, x->m, &x->nr, x->n + MEM_MEMBERS_ROOM,
+			      &x->a);
 }
 
 static void
@@ -407,35 +409,83 @@ test_metadata_refusals(void **state)
 	sb_edit(&x, 1, feature_ppl);
 	expect_refused(&x, "'partial parity log'");
 	md_close(&x);
-	/* A member left behind: stale, so the array is degraded. */
+	/*
+	 * A member left behind: stale, so the array is degraded, in a role
+	 * the superblocks still count in sync: only with degraded=ok.
+	 */
 	md_members(&x, "raid5-ls-x4");
 	for (unsigned d = 0; d < 3; d++) {
 		sb_edit(&x, d, bump_events);
 	}
-	expect_refused(&x, "degraded: no working member for role 3");
+	expect_refused(&x, "role 3: the superblocks count a member in sync "
+			   "there, and no member for it was given or could be "
+			   "opened; degraded=ok starts without it");
+	assert_non_null(strstr(t_errors, "stale (events 2"));
 	md_close(&x);
 	/* One missing. */
 	md_members(&x, "raid10-n2-x4-v1.1");
-	x.n = 3; /* the last made (mdadm's member 2, given[2] = 3) not given */
-	expect_refused(&x, "degraded: no working member for role 2");
-	x.n = 4;
+	x.omit = 1; /* the last made (mdadm's member 2, given[2] = 3) */
+	expect_refused(&x, "role 2: the superblocks count a member in sync");
+	x.omit = 0;
 	md_close(&x);
-	/* The superblocks record a failed member. */
-	md_members(&x, "raid10-n2-x4-v1.1");
-	for (unsigned d = 0; d < 3; d++) {
-		sb_edit(&x, d, member3_faulty);
-	}
-	expect_refused(&x, "record a failed member");
+	/* Two missing from a RAID 5: not even with degraded=ok. */
+	md_members(&x, "raid5-ls-x4");
+	x.omit = 2; /* mdadm's members 1 and 2 (given[1] = 2, given[2] = 3) */
+	x.cfg.degraded_ok = true;
+	expect_refused(&x, "2 of 4 members missing (roles 1, 2): raid5 "
+			   "cannot run without them");
+	x.omit = 0;
 	md_close(&x);
-	/* A member being rebuilt. */
+	/* A member being rebuilt: left out, so its role is missing. */
 	md_members(&x, "raid1-x2-bitmap");
 	sb_edit(&x, 1, recovering);
-	expect_refused(&x, "was being rebuilt");
+	expect_refused(&x, "degraded=ok starts without it");
+	assert_non_null(strstr(t_errors, "was being rebuilt"));
 	md_close(&x);
 	/* Some members with a superblock, one without. */
 	md_members(&x, "raid5-ls-x4");
 	memset(at_sector(&x, 2, x.c.sb_sector), 0, MD_SB_BYTES);
 	expect_refused(&x, "no md superblock, where the other members");
+	md_close(&x);
+}
+
+/*
+ * Superblocks that record a member as failed start degraded by themselves
+ * (no degraded=ok: mdadm starts such an array without --run); the failed
+ * member, given all the same, is left out and never written.
+ */
+static void
+test_metadata_recorded_failure_starts_degraded(void **state)
+{
+	static struct md_array x;
+	static uint8_t model[1 << 20], buf[1 << 20];
+	struct raid_status st;
+	struct md_sb before, after;
+
+	(void)state;
+	md_members(&x, "raid10-n2-x4-v1.1");
+	for (unsigned d = 0; d < 3; d++) {
+		sb_edit(&x, d, member3_faulty);
+	}
+	sb_now(&x, 3, &before);
+	assert_int_equal(md_assemble(&x), 0);
+	assert_non_null(strstr(t_errors, "recorded as failed in the array's "
+					 "superblocks"));
+	assert_int_equal(raid_status(x.a, &st), 0);
+	assert_int_equal(st.state, RAID_ARRAY_DEGRADED);
+	assert_int_equal(st.members[3].state, RAID_MEMBER_MISSING);
+	assert_null(st.members[3].path);
+	for (unsigned r = 0; r < 3; r++) {
+		assert_int_equal(st.members[r].state, RAID_MEMBER_IN_SYNC);
+	}
+	t_fill_random(model, sizeof(model));
+	assert_int_equal(raid_pwrite(x.a, model, sizeof(model), 0, 0), 0);
+	assert_int_equal(raid_pread(x.a, buf, sizeof(buf), 0, 0), 0);
+	assert_memory_equal(buf, model, sizeof(model));
+	raid_close(x.a);
+	x.a = NULL;
+	sb_now(&x, 3, &after);
+	assert_memory_equal(&before, &after, sizeof(before));
 	md_close(&x);
 }
 
@@ -511,6 +561,9 @@ main(void)
 		cmocka_unit_test_setup(test_metadata_bitmap_marked_stale,
 				       t_setup),
 		cmocka_unit_test_setup(test_metadata_refusals, t_setup),
+		cmocka_unit_test_setup(
+			test_metadata_recorded_failure_starts_degraded,
+			t_setup),
 		cmocka_unit_test_setup(test_metadata_force_takes_stale_back,
 				       t_setup),
 		cmocka_unit_test_setup(test_metadata_settings_must_agree,
