@@ -1204,7 +1204,9 @@ array_assemble(const struct raid_config *cfg, struct raid_member *m,
  * The operator's side, once the array is assembled: event=PROGRAM's runner
  * (ARRAY is the md name, else the UUID, else "nbdraid") and control=PATH's
  * socket, bound now so that a path we cannot have fails nbdkit's start.
- * Their threads start in raid_start().
+ * Their threads start in raid_start().  An array that started degraded
+ * reported DegradedArray before the runner existed: the runner is given
+ * it now, as mdadm's monitor reports an array it finds degraded.
  */
 static int
 open_services(struct raid_array *a, const struct raid_config *cfg)
@@ -1224,8 +1226,11 @@ open_services(struct raid_array *a, const struct raid_config *cfg)
 		} else if (st->has_meta) {
 			uuid_format(st->uuid, name);
 		}
-		free(st);
 		r = events_new(cfg->event, name, &a->events);
+		if (r == 0 && st->state == RAID_ARRAY_DEGRADED) {
+			events_emit(a->events, "DegradedArray", NULL);
+		}
+		free(st);
 	}
 	if (r == 0 && cfg->control) {
 		r = control_open(a, cfg->control, &a->control);

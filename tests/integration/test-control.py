@@ -14,6 +14,9 @@ through a real nbdkit, over a RAID 5 that `nbdraid create` made.
     program got "Fail ARRAY MEMBER", the data still reads back (parity);
     then fail of member 2 (a relative path) is refused: it holds the last
     copy of some data; remove 1: missing, the event MemberRemoved;
+  - started again (force=true: the kill -9 left it dirty), the array is
+    degraded (role 1 missing), the event program got "DegradedArray
+    ARRAY", the data reads back;
   - a regular file at the control path: nbdkit refuses to start, naming
     it, and the file is unchanged.
 """
@@ -194,6 +197,18 @@ def main():
             fail_and_remove(d, ctl, paths, log, srv, data)
             check(srv.stop() == 0, "nbdkit did not stop cleanly")
         check(not os.path.exists(ctl), "the control socket outlived nbdkit")
+        # kill -9 left it dirty: a dirty degraded RAID 5 needs force=true.
+        with Server(params + ["force=true"]) as srv:
+            st = status(ctl)
+            check(st["state"] == "degraded" and
+                  st["members"][1]["state"] == "missing",
+                  "started again after remove: %s" % st)
+            wait_event(log, "DegradedArray %s" % st["name"])
+            check(srv.connect().pread(DATA, 0) == data,
+                  "degraded start: read differs")
+            check(srv.stop() == 0, "nbdkit did not stop cleanly")
+        print("ok started again: degraded, member 1 missing, event "
+              "DegradedArray, data reads back", flush=True)
 
         occupied = os.path.join(d, "occupied")
         with open(occupied, "w") as f:
