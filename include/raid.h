@@ -268,7 +268,7 @@ struct raid_status {
 	struct raid_req_stats io[RAID_REQ_KINDS];
 };
 int raid_status(struct raid_array *a, struct raid_status *st);
-/* st as one JSON object, without a newline (docs/degraded.md); free() it. */
+/* st as one JSON object, without a newline (docs/control.md); free() it. */
 char *raid_status_json(const struct raid_status *st);
 
 /* A member by role number ("2") or path: its role, or -ENOENT. */

@@ -34,6 +34,8 @@
 #include <string.h>
 
 #include "array.h"
+#include "control.h"
+#include "events.h"
 #include "io/batch.h"
 #include "io/bounce.h"
 #include "io/fault.h"
@@ -1209,6 +1211,44 @@ array_assemble(const struct raid_config *cfg, struct raid_member *m,
 	return r;
 }
 
+/*
+ * The operator's side, once the array is assembled: event=PROGRAM's runner
+ * (ARRAY is the md name, else the UUID, else "nbdraid") and control=PATH's
+ * socket, bound now so that a path we cannot have fails nbdkit's start.
+ * Their threads start in raid_start().  An array that started degraded
+ * reported DegradedArray before the runner existed: the runner is given
+ * it now, as mdadm's monitor reports an array it finds degraded.
+ */
+static int
+open_services(struct raid_array *a, const struct raid_config *cfg)
+{
+	struct raid_status *st = NULL;
+	char name[64] = "nbdraid";
+	int r = 0;
+
+	if (cfg->event) {
+		st = malloc(sizeof(*st));
+		if (!st) {
+			return -ENOMEM;
+		}
+		raid_status(a, st);
+		if (st->has_meta && st->name[0]) {
+			snprintf(name, sizeof(name), "%s", st->name);
+		} else if (st->has_meta) {
+			uuid_format(st->uuid, name);
+		}
+		r = events_new(cfg->event, name, &a->events);
+		if (r == 0 && st->state == RAID_ARRAY_DEGRADED) {
+			events_emit(a->events, "DegradedArray", NULL);
+		}
+		free(st);
+	}
+	if (r == 0 && cfg->control) {
+		r = control_open(a, cfg->control, &a->control);
+	}
+	return r;
+}
+
 int
 raid_open(const struct raid_config *cfg, struct raid_array **out)
 {
@@ -1264,6 +1304,10 @@ raid_open(const struct raid_config *cfg, struct raid_array **out)
 		free(m);
 	}
 	meta_free_paths(paths, sel.nr_members);
+	if (r == 0 && (r = open_services(*out, cfg)) < 0) {
+		raid_close(*out);
+		*out = NULL;
+	}
 	return r;
 }
 
@@ -1273,6 +1317,7 @@ raid_close(struct raid_array *a)
 	if (!a) {
 		return;
 	}
+	control_close(a->control); /* no fail or remove from here on */
 	state_stop(a);
 	state_close(a);
 	if (a->owns_members) {
@@ -1282,6 +1327,7 @@ raid_close(struct raid_array *a)
 		free(a->members);
 	}
 	meta_free(a->meta);
+	events_free(a->events); /* runs what is still queued */
 	array_free(a);
 }
 

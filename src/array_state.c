@@ -26,6 +26,8 @@
 #include <time.h>
 
 #include "array.h"
+#include "control.h"
+#include "events.h"
 #include "io/batch.h"
 #include "log.h"
 #include "metadata.h"
@@ -378,8 +380,8 @@ state_wake(struct raid_array *a)
 	pthread_mutex_unlock(&t->lock);
 }
 
-int
-raid_start(struct raid_array *a)
+static int
+state_start(struct raid_array *a)
 {
 	struct state_thread *t = &a->state;
 	pthread_condattr_t ca;
@@ -404,6 +406,21 @@ raid_start(struct raid_array *a)
 	}
 	t->running = true;
 	return 0;
+}
+
+/* The array's threads: state, events, control (in that order). */
+int
+raid_start(struct raid_array *a)
+{
+	int r = state_start(a);
+
+	if (r == 0 && a->events) {
+		r = events_start(a->events);
+	}
+	if (r == 0 && a->control) {
+		r = control_start(a->control);
+	}
+	return r;
 }
 
 void

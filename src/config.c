@@ -375,7 +375,7 @@ static const struct option options[] = {
 	  "nbdraid --control PATH status|fail|remove." },
 	{ "event", set_event, false, "event=PROGRAM",
 	  "Run PROGRAM EVENT ARRAY [MEMBER] on each event\n"
-	  "(Fail, DegradedArray ...: docs/degraded.md)." },
+	  "(Fail, MemberRemoved ...: docs/control.md)." },
 	{ "fault", set_fault, true, "fault=ROLE:RULES",
 	  "Make member ROLE fail or slow down, for tests and\n"
 	  "rehearsals; repeat (docs/nbdkit-raid-plugin.md)." },

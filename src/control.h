@@ -1,7 +1,7 @@
 /*
  * control.h: control=PATH, a unix socket through which an operator sees and
  * steers the running array (nbdraid --control PATH status | fail | remove;
- * docs/degraded.md has the protocol: one JSON object per line each way).
+ * docs/control.md has the protocol: one JSON object per line each way).
  */
 #ifndef RAID_CONTROL_H
 #define RAID_CONTROL_H

@@ -2,7 +2,8 @@
  * events.h: event=PROGRAM, run for each event of the array, off the data
  * path, as mdadm --monitor --program runs its program: with the event name
  * (mdadm's where one exists: Fail, DegradedArray ...), the array (its
- * name, or UUID), and the member's path when the event concerns one.
+ * name, or UUID), and the member's path when the event concerns one
+ * (docs/control.md lists the events).
  *
  * Emitting never blocks: events go to a bounded queue that one thread
  * drains, running the program for each in turn and waiting for it.

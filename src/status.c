@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "array.h"
+#include "events.h"
 #include "log.h"
 #include "util.h"
 
@@ -151,5 +152,7 @@ array_event(struct raid_array *a, const char *event, const char *member)
 {
 	raid_error("event %s%s%s", event, member ? " " : "",
 		   member ? member : "");
-	(void)a;
+	if (a->events) {
+		events_emit(a->events, event, member);
+	}
 }

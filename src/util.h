@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
@@ -29,6 +30,17 @@ static inline unsigned
 log2_u64(uint64_t x)
 {
 	return 63 - __builtin_clzll(x);
+}
+
+/* A UUID as mdadm prints it, 4:4:4:4 bytes in hex; buf of UUID_STR_BYTES. */
+#define UUID_STR_BYTES 36
+static inline void
+uuid_format(const uint8_t *uuid, char *buf)
+{
+	for (unsigned i = 0; i < 16; i++) {
+		buf += sprintf(buf, "%s%02x", i && i % 4 == 0 ? ":" : "",
+			       uuid[i]);
+	}
 }
 
 #endif

@@ -6,6 +6,7 @@
 #ifndef NBDRAID_CLI_H
 #define NBDRAID_CLI_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "raid.h"
@@ -13,12 +14,17 @@
 /* The commands that take their own arguments. */
 int cmd_create(int argc, char **argv);
 int cmd_examine(int argc, char **argv);
+/* nbdraid --control PATH COMMAND ...: argv[0] is the command. */
+int cmd_control(const char *path, int argc, char **argv);
 
 /* Print "nbdraid: COMMAND: message" on stderr; returns 1. */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* A UUID as mdadm prints it: 4:4:4:4 bytes in hex (buf: 36 bytes). */
 void cli_uuid(const uint8_t *uuid, char *buf);
+
+/* "15.00 MiB 15.73 MB", as mdadm puts sizes in brackets. */
+const char *cli_human(uint64_t bytes, char *buf, size_t len);
 
 /* Absolute copies of paths (realpath where it resolves), or NULL. */
 char **cli_absolute_paths(char *const *paths, unsigned n);

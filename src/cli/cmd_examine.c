@@ -30,23 +30,6 @@ when(uint64_t seconds, char *buf, size_t len)
 	return buf;
 }
 
-/* "15.00 MiB 15.73 MB", as mdadm puts sizes in brackets. */
-static const char *
-human(uint64_t bytes, char *buf, size_t len)
-{
-	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB" };
-	double b = bytes / 1024.0, d = bytes / 1000.0;
-	unsigned u = 0;
-
-	while (b >= 1024 && u < 3) {
-		b /= 1024;
-		d /= 1000;
-		u++;
-	}
-	snprintf(buf, len, "%.2f %s %.2f %cB", b, units[u], d, "KMGT"[u]);
-	return buf;
-}
-
 static void
 role_words(const struct raid_examine *ex, char *buf, size_t len)
 {
@@ -92,16 +75,16 @@ print_text(const char *path, const struct raid_examine *ex)
 	printf("     Raid Level : raid%d\n", ex->level);
 	printf("   Raid Devices : %u\n\n", ex->raid_disks);
 	printf(" Avail Dev Size : %" PRIu64 " sectors (%s)\n", ex->data_sectors,
-	       human(ex->data_sectors * 512, buf, sizeof(buf)));
+	       cli_human(ex->data_sectors * 512, buf, sizeof(buf)));
 	if (ex->array_bytes) {
 		printf("     Array Size : %" PRIu64 " KiB (%s)\n",
 		       ex->array_bytes / 1024,
-		       human(ex->array_bytes, buf, sizeof(buf)));
+		       cli_human(ex->array_bytes, buf, sizeof(buf)));
 	}
 	if (ex->used_sectors) {
 		printf("  Used Dev Size : %" PRIu64 " sectors (%s)\n",
 		       ex->used_sectors,
-		       human(ex->used_sectors * 512, buf, sizeof(buf)));
+		       cli_human(ex->used_sectors * 512, buf, sizeof(buf)));
 	}
 	if (ex->minor) {
 		printf("    Data Offset : %" PRIu64 " sectors\n",

@@ -14,6 +14,13 @@
  *   nbdraid examine [--json] [--brief] MEMBER...
  *                                             superblocks (cmd_examine.c)
  *
+ * and those that ask a running server, through its control socket
+ * (cmd_control.c):
+ *
+ *   nbdraid --control PATH status [--json]    the array now
+ *   nbdraid --control PATH fail MEMBER        mark a member faulty
+ *   nbdraid --control PATH remove MEMBER      take a faulty member out
+ *
  * Errors print "nbdraid: <cmd>: <message>" and exit 1.
  */
 #include <errno.h>
@@ -39,6 +46,7 @@ struct command {
 };
 
 static const char *cmd_name = "";
+static int usage(FILE *f);
 static bool opt_json;
 
 static void
@@ -72,6 +80,23 @@ cli_uuid(const uint8_t *uuid, char *buf)
 		buf += sprintf(buf, "%s%02x", i && i % 4 == 0 ? ":" : "",
 			       uuid[i]);
 	}
+}
+
+/* "15.00 MiB 15.73 MB", as mdadm puts sizes in brackets. */
+const char *
+cli_human(uint64_t bytes, char *buf, size_t len)
+{
+	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB" };
+	double b = bytes / 1024.0, d = bytes / 1000.0;
+	unsigned u = 0;
+
+	while (b >= 1024 && u < 3) {
+		b /= 1024;
+		d /= 1000;
+		u++;
+	}
+	snprintf(buf, len, "%.2f %s %.2f %cB", b, units[u], d, "KMGT"[u]);
+	return buf;
 }
 
 char **
@@ -203,6 +228,38 @@ cmd_check(struct raid_array *a, int argc, char **argv)
 	return res.mismatched ? 1 : 0;
 }
 
+/* status, fail and remove without --control PATH before them. */
+static int
+control_needed(int argc, char **argv)
+{
+	(void)argc;
+	return cli_fail("which server? nbdraid --control PATH %s ...", argv[0]);
+}
+
+/* nbdraid --control PATH COMMAND ... (or --control=PATH). */
+static int
+run_control(int argc, char **argv)
+{
+	const char *path = argv[1] + strlen("--control");
+	int i = 2;
+
+	if (*path == '=') {
+		path++;
+	} else if (*path == '\0' && argc > 2) {
+		path = argv[2];
+		i = 3;
+	} else {
+		return usage(stderr);
+	}
+	if (i >= argc || !*path) {
+		fprintf(stderr, "usage: nbdraid --control PATH status [--json] "
+				"| fail MEMBER | remove MEMBER\n");
+		return 1;
+	}
+	cmd_name = argv[i];
+	return cmd_control(path, argc - i, argv + i);
+}
+
 /* clang-format off */
 static const struct command commands[] = {
 	{ "info",    cmd_info,  0, true, NULL, "info [KEY=VALUE...] MEMBER..." },
@@ -214,6 +271,12 @@ static const struct command commands[] = {
 	  "                 [--assume-clean] [--force] [--direct] MEMBER..." },
 	{ "examine", NULL,      0, true, cmd_examine,
 	  "examine [--json] [--brief] MEMBER..." },
+	{ "status",  NULL,      0, true, control_needed,
+	  "--control PATH status [--json]" },
+	{ "fail",    NULL,      0, false, control_needed,
+	  "--control PATH fail MEMBER" },
+	{ "remove",  NULL,      0, false, control_needed,
+	  "--control PATH remove MEMBER" },
 };
 /* clang-format on */
 #define NR_COMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -280,6 +343,9 @@ main(int argc, char **argv)
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
 		return usage(argc < 2 ? stderr : stdout);
+	}
+	if (strncmp(argv[1], "--control", strlen("--control")) == 0) {
+		return run_control(argc, argv);
 	}
 	for (size_t i = 0; i < NR_COMMANDS; i++) {
 		const struct command *c = &commands[i];

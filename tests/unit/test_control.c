@@ -1,0 +1,835 @@
+/*
+ * test_control.c: the operator's side over memory members: the control
+ * socket (src/control.c), the status object (src/status_json.c) and the
+ * event runner (src/events.c).
+ *
+ * A client here speaks the protocol by hand: one JSON line out, one JSON
+ * line back.  The status it gets must be raid_status's, field by field,
+ * counters included; bad requests get ok:false and the connection goes
+ * on; clients do not wait for each other; the socket is 0600, a stale one
+ * is replaced, anything else at the path is refused and left alone.  An
+ * event program (a shell script appending its arguments to a file) sees
+ * each event in order, the queue drops when full, and fail and remove go
+ * through the core (skipped while the core's are stubs: -ENOSYS).
+ */
+#undef NDEBUG
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <json.h>
+
+#include "array.h"
+#include "control.h"
+#include "events.h"
+#include "fixture.h"
+#include "helpers.h"
+#include "util.h"
+
+#define MEMBER_BYTES (256u << 10)
+#define WAIT_MS	     10000 /* for a thread or a program to get there */
+
+static char tdir[64];	   /* this case's temp folder */
+static char sock_path[96]; /* tdir/ctl.sock */
+
+/* ---- setup ------------------------------------------------------------- */
+
+static int
+setup(void **state)
+{
+	snprintf(tdir, sizeof(tdir), "/tmp/nbdraid-ctl.XXXXXX");
+	if (!mkdtemp(tdir)) {
+		return -1;
+	}
+	snprintf(sock_path, sizeof(sock_path), "%s/ctl.sock", tdir);
+	return fixture_setup(state);
+}
+
+static int
+teardown(void **state)
+{
+	char cmd[128];
+	int r = fixture_teardown(state);
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tdir);
+	if (system(cmd) != 0) {
+		r = -1;
+	}
+	return r;
+}
+
+static const struct fixture_spec raid5 = { .level = 5,
+					   .n = 3,
+					   .mem_size = MEMBER_BYTES };
+
+/* The fixture's RAID 5 with its control socket serving. */
+static struct raid_array *
+served(struct fixture *f)
+{
+	assert_int_equal(fixture_open(f, &raid5), 0);
+	assert_int_equal(control_open(f->a, sock_path, &f->a->control), 0);
+	assert_int_equal(control_start(f->a->control), 0);
+	return f->a;
+}
+
+static void
+sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static bool
+exists(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0;
+}
+
+static void
+wait_for_file(const char *path)
+{
+	for (unsigned i = 0; i < WAIT_MS && !exists(path); i += 10) {
+		sleep_ms(10);
+	}
+	assert_true(exists(path));
+}
+
+/* ---- a client ---------------------------------------------------------- */
+
+struct client {
+	int fd;
+	char buf[1 << 16];
+	size_t len;
+};
+
+static void
+client_connect(struct client *c)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", sock_path);
+	c->len = 0;
+	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(c->fd >= 0);
+	assert_int_equal(connect(c->fd, (struct sockaddr *)&sun, sizeof(sun)),
+			 0);
+}
+
+static void
+client_send(struct client *c, const char *s, size_t len)
+{
+	assert_int_equal(send(c->fd, s, len, MSG_NOSIGNAL), (ssize_t)len);
+}
+
+/* The next answer line, parsed (json_object_put it). */
+static struct json_object *
+client_answer(struct client *c)
+{
+	struct json_object *o;
+	char *nl;
+
+	while (!(nl = memchr(c->buf, '\n', c->len))) {
+		ssize_t n;
+
+		assert_true(c->len < sizeof(c->buf) - 1);
+		n = recv(c->fd, c->buf + c->len, sizeof(c->buf) - 1 - c->len,
+			 0);
+		assert_true(n > 0);
+		c->len += n;
+	}
+	*nl = '\0';
+	o = json_tokener_parse(c->buf);
+	if (!o) {
+		print_error("answer is not JSON: %s\n", c->buf);
+	}
+	assert_non_null(o);
+	c->len -= nl + 1 - c->buf;
+	memmove(c->buf, nl + 1, c->len);
+	return o;
+}
+
+static void
+client_sends(struct client *c, const char *s)
+{
+	client_send(c, s, strlen(s));
+}
+
+static struct json_object *
+client_request(struct client *c, const char *line)
+{
+	client_send(c, line, strlen(line));
+	client_send(c, "\n", 1);
+	return client_answer(c);
+}
+
+static struct json_object *
+get(struct json_object *o, const char *key)
+{
+	struct json_object *v = NULL;
+
+	assert_true(json_object_object_get_ex(o, key, &v));
+	return v;
+}
+
+static bool
+answer_ok(struct json_object *a)
+{
+	return json_object_get_boolean(get(a, "ok"));
+}
+
+/* An ok:false answer whose error holds `want`; the answer is put. */
+static void
+assert_refused(struct json_object *a, const char *want)
+{
+	const char *err;
+
+	assert_false(answer_ok(a));
+	err = json_object_get_string(get(a, "error"));
+	if (!strstr(err, want)) {
+		print_error("error '%s' does not say '%s'\n", err, want);
+		fail();
+	}
+	json_object_put(a);
+}
+
+static void
+assert_u64(struct json_object *o, const char *key, uint64_t want)
+{
+	assert_int_equal(json_object_get_uint64(get(o, key)), want);
+}
+
+static void
+assert_str(struct json_object *o, const char *key, const char *want)
+{
+	assert_string_equal(json_object_get_string(get(o, key)), want);
+}
+
+/* A fresh status through the socket, compared with raid_status's. */
+static void
+assert_status_matches(struct raid_array *a, struct client *c)
+{
+	struct json_object *ans = client_request(c, "{\"command\":\"status\"}");
+	struct json_object *s, *members;
+	struct raid_status st;
+
+	assert_true(answer_ok(ans));
+	s = get(ans, "status");
+	assert_int_equal(raid_status(a, &st), 0);
+	assert_str(s, "state", raid_array_state_name(st.state));
+	assert_int_equal(json_object_get_int(get(s, "level")), st.level);
+	assert_str(s, "layout", st.layout);
+	assert_u64(s, "size", st.size);
+	assert_u64(s, "chunk", st.chunk_bytes);
+	assert_null(get(s, "uuid")); /* raw: no superblocks */
+	assert_null(get(s, "name"));
+	assert_null(get(s, "events"));
+	assert_null(get(s, "clean"));
+	assert_str(s, "reason", st.reason);
+	members = get(s, "members");
+	assert_int_equal(json_object_array_length(members), st.nr_members);
+	for (unsigned i = 0; i < st.nr_members; i++) {
+		struct json_object *m = json_object_array_get_idx(members, i);
+		const struct raid_member_status *ms = &st.members[i];
+
+		assert_u64(m, "role", ms->role);
+		assert_str(m, "path", ms->path);
+		assert_str(m, "state", raid_member_state_name(ms->state));
+		assert_u64(m, "read_errors", ms->read_errors);
+		assert_u64(m, "write_errors", ms->write_errors);
+		assert_u64(m, "corrected_reads", ms->corrected_reads);
+	}
+	for (unsigned k = 0; k < RAID_REQ_KINDS; k++) {
+		struct json_object *io =
+			get(get(s, "io"), raid_req_kind_name(k));
+
+		assert_u64(io, "requests", st.io[k].requests);
+		assert_u64(io, "bytes", st.io[k].bytes);
+		assert_u64(io, "errors", st.io[k].errors);
+	}
+	json_object_put(ans);
+}
+
+/* ---- the control socket ------------------------------------------------ */
+
+/* status answers raid_status's fields, and the counters follow the I/O. */
+static void
+test_control_status_matches_raid_status(void **state)
+{
+	struct raid_array *a = served(*state);
+	static uint8_t buf[3 * FIXTURE_CHUNK];
+	struct json_object *ans, *io;
+	struct client c;
+
+	client_connect(&c);
+	assert_status_matches(a, &c);
+	t_fill_random(buf, sizeof(buf));
+	assert_int_equal(raid_pwrite(a, buf, sizeof(buf), 0, 0), 0);
+	assert_int_equal(raid_pwrite(a, buf, 512, 8192, RAID_FUA), 0);
+	assert_int_equal(raid_pread(a, buf, 4096, 4096, 0), 0);
+	assert_int_equal(raid_flush(a), 0);
+	assert_int_equal(raid_pread(a, buf, 4096, a->size, 0), -ENOSPC);
+	assert_status_matches(a, &c);
+
+	ans = client_request(&c, "{\"command\":\"status\"}");
+	io = get(get(ans, "status"), "io");
+	assert_u64(get(io, "write"), "requests", 2);
+	assert_u64(get(io, "write"), "bytes", sizeof(buf) + 512);
+	assert_u64(get(io, "read"), "requests", 2);
+	assert_u64(get(io, "read"), "bytes", 2 * 4096); /* failed ones too */
+	assert_u64(get(io, "read"), "errors", 1);
+	assert_u64(get(io, "flush"), "requests", 1);
+	assert_str(get(ans, "status"), "state", "optimal");
+	assert_str(json_object_array_get_idx(get(get(ans, "status"), "members"),
+					     2),
+		   "path", "mem2");
+	json_object_put(ans);
+	close(c.fd);
+}
+
+/* raid_status_json is the same object, one line. */
+static void
+test_control_status_json_string(void **state)
+{
+	struct fixture *f = *state;
+	struct raid_status st;
+	struct json_object *o;
+	char *s;
+
+	assert_int_equal(fixture_open(f, &raid5), 0);
+	assert_int_equal(raid_status(f->a, &st), 0);
+	s = raid_status_json(&st);
+	assert_non_null(s);
+	assert_null(strchr(s, '\n'));
+	o = json_tokener_parse(s);
+	assert_non_null(o);
+	assert_str(o, "state", "optimal");
+	assert_str(o, "layout", "left-symmetric");
+	assert_str(o, "metadata", "none");
+	assert_int_equal(json_object_array_length(get(o, "members")), 3);
+	json_object_put(o);
+	free(s);
+
+	/* md identity: the UUID as mdadm prints it. */
+	st.has_meta = true;
+	for (unsigned i = 0; i < 16; i++) {
+		st.uuid[i] = i * 17;
+	}
+	snprintf(st.name, sizeof(st.name), "host:data");
+	st.events = 7;
+	st.clean = true;
+	s = raid_status_json(&st);
+	o = json_tokener_parse(s);
+	assert_str(o, "uuid", "00112233:44556677:8899aabb:ccddeeff");
+	assert_str(o, "name", "host:data");
+	assert_u64(o, "events", 7);
+	assert_true(json_object_get_boolean(get(o, "clean")));
+	json_object_put(o);
+	free(s);
+}
+
+/* Every bad request gets ok:false, and the connection goes on. */
+static void
+test_control_bad_requests_keep_connection(void **state)
+{
+	struct raid_array *a = served(*state);
+	static char longline[6000];
+	struct client c;
+
+	client_connect(&c);
+	assert_refused(client_request(&c, "garbage"), "bad request");
+	assert_refused(client_request(&c, "{\"command\":"), "bad request");
+	assert_refused(client_request(&c, "{} {}"), "bad request");
+	assert_refused(client_request(&c, "[1,2]"), "want {\"command\"");
+	assert_refused(client_request(&c, "{}"), "want {\"command\"");
+	assert_refused(client_request(&c, "{\"command\":3}"), "want");
+	assert_refused(client_request(&c, ""), "empty line");
+	assert_refused(client_request(&c, "{\"command\":\"format\"}"),
+		       "unknown command 'format'");
+	assert_refused(client_request(&c, "{\"command\":\"fail\"}"),
+		       "which member?");
+	assert_refused(client_request(&c, "{\"command\":\"fail\","
+					  "\"member\":\"9\"}"),
+		       "member '9': no such member");
+	assert_refused(client_request(&c, "{\"command\":\"remove\","
+					  "\"member\":\"/no/such\"}"),
+		       "no such member");
+	client_send(&c, "{\"command\"\0:1}\n", 15);
+	assert_refused(client_answer(&c), "NUL");
+	memset(longline, 'x', sizeof(longline));
+	client_send(&c, longline, sizeof(longline));
+	assert_refused(client_request(&c, "tail of the long line"),
+		       "line longer than");
+	/* Two requests in one send, then one in two: answered in order. */
+	client_sends(&c, "{\"command\":\"nope\"}\n{\"command\":\"status\"}\n");
+	assert_refused(client_answer(&c), "unknown command 'nope'");
+	json_object_put(client_answer(&c));
+	client_sends(&c, "{\"command\":");
+	sleep_ms(20);
+	client_sends(&c, "\"status\"}\r\n");
+	assert_status_matches(a, &c);
+	close(c.fd);
+}
+
+/*
+ * Random bytes (newlines among them) from several clients, each closed
+ * at a random point, answers unread: the server answers the next client.
+ */
+static void
+test_control_garbage_never_hurts(void **state)
+{
+	struct raid_array *a = served(*state);
+	static uint8_t junk[20000];
+	struct client c;
+
+	for (unsigned i = 0; i < 40; i++) {
+		size_t len = 1 + t_rand(sizeof(junk));
+
+		t_fill_random(junk, len);
+		for (size_t j = 0; j < len; j += 1 + t_rand(300)) {
+			junk[j] = t_rand(4) ? junk[j] : '\n';
+		}
+		client_connect(&c);
+		client_send(&c, (const char *)junk, len);
+		close(c.fd);
+	}
+	client_connect(&c);
+	assert_status_matches(a, &c);
+	close(c.fd);
+}
+
+/* A client that stalls mid-line or leaves does not hold up another. */
+static void
+test_control_clients_do_not_block_each_other(void **state)
+{
+	struct raid_array *a = served(*state);
+	struct client slow, gone, fast;
+
+	client_connect(&slow);
+	client_connect(&gone);
+	client_sends(&slow, "{\"command\":\"sta");
+	client_sends(&gone, "{\"command\":\"status");
+	close(gone.fd); /* mid-line */
+	client_connect(&fast);
+	assert_status_matches(a, &fast);
+	client_sends(&slow, "tus\"}\n");
+	assert_status_matches(a, &slow);
+	assert_status_matches(a, &fast);
+	close(slow.fd);
+	close(fast.fd);
+}
+
+/* Many clients at once, more than the server keeps: all get answers. */
+static void
+test_control_many_clients(void **state)
+{
+	struct raid_array *a = served(*state);
+	static struct client c[24];
+
+	for (unsigned i = 0; i < ARRAY_SIZE(c); i++) {
+		client_connect(&c[i]);
+	}
+	for (unsigned i = 0; i < ARRAY_SIZE(c); i++) {
+		client_sends(&c[i], "{\"command\":\"status\"}\n");
+	}
+	/* The first 16 are served now; the rest once those leave. */
+	for (unsigned i = 0; i < ARRAY_SIZE(c); i++) {
+		json_object_put(client_answer(&c[i]));
+		close(c[i].fd);
+	}
+	(void)a;
+}
+
+/* The socket is 0600 whatever the umask, and gone after close. */
+static void
+test_control_socket_mode_and_removal(void **state)
+{
+	struct fixture *f = *state;
+	mode_t old = umask(0);
+	struct stat st;
+
+	served(f);
+	umask(old);
+	assert_int_equal(lstat(sock_path, &st), 0);
+	assert_true(S_ISSOCK(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, 0600);
+	control_close(f->a->control);
+	f->a->control = NULL;
+	assert_false(exists(sock_path));
+}
+
+/* A socket nobody listens on (a killed server's) is replaced. */
+static void
+test_control_stale_socket_replaced(void **state)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	struct client c;
+
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", sock_path);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	assert_int_equal(listen(fd, 1), 0);
+	close(fd); /* the path stays, nobody listens */
+	assert_true(exists(sock_path));
+	served(*state);
+	client_connect(&c);
+	assert_status_matches(((struct fixture *)*state)->a, &c);
+	close(c.fd);
+}
+
+/* A socket somebody listens on is refused, and still theirs. */
+static void
+test_control_refuses_socket_in_use(void **state)
+{
+	struct fixture *f = *state;
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct control_server *cs = NULL;
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	struct stat before, after;
+
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", sock_path);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	assert_int_equal(listen(fd, 1), 0);
+	assert_int_equal(stat(sock_path, &before), 0);
+	assert_int_equal(fixture_open(f, &raid5), 0);
+	t_reset();
+	assert_int_equal(control_open(f->a, sock_path, &cs), -EEXIST);
+	assert_null(cs);
+	assert_non_null(strstr(t_last_error, sock_path));
+	assert_non_null(strstr(t_last_error, "in use"));
+	assert_int_equal(stat(sock_path, &after), 0);
+	assert_int_equal(before.st_ino, after.st_ino);
+	close(fd);
+}
+
+/* A regular file at the path is refused and left as it was. */
+static void
+test_control_refuses_regular_file(void **state)
+{
+	struct fixture *f = *state;
+	struct control_server *cs = NULL;
+	const char text[] = "not a socket\n";
+	char back[64] = "";
+	FILE *fp = fopen(sock_path, "w");
+
+	assert_non_null(fp);
+	fputs(text, fp);
+	fclose(fp);
+	assert_int_equal(fixture_open(f, &raid5), 0);
+	t_reset();
+	assert_int_equal(control_open(f->a, sock_path, &cs), -EEXIST);
+	assert_non_null(strstr(t_last_error, sock_path));
+	assert_non_null(strstr(t_last_error, "not a socket"));
+	fp = fopen(sock_path, "r");
+	assert_non_null(fp);
+	assert_non_null(fgets(back, sizeof(back), fp));
+	fclose(fp);
+	assert_string_equal(back, text);
+	/* A path too long for a unix socket is refused too, saying so. */
+	t_reset();
+	assert_int_equal(
+		control_open(f->a,
+			     "/tmp/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+			     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+			     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.sock",
+			     &cs),
+		-ENAMETOOLONG);
+	assert_non_null(strstr(t_last_error, "longer than"));
+}
+
+/* ---- events ------------------------------------------------------------ */
+
+/* A program that appends its arguments, one line per run, to tdir/log. */
+static void
+write_program(char *prog, size_t len, const char *body)
+{
+	FILE *fp;
+
+	snprintf(prog, len, "%s/event.sh", tdir);
+	fp = fopen(prog, "w");
+	assert_non_null(fp);
+	fprintf(fp, "#!/bin/sh\n%s\necho \"$@\" >> %s/log\n", body, tdir);
+	fclose(fp);
+	assert_int_equal(chmod(prog, 0700), 0);
+}
+
+/* The log's lines, joined by '|'; the count in *n. */
+static void
+read_log(char *out, size_t len, unsigned *n)
+{
+	char path[128], line[4200];
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/log", tdir);
+	out[0] = '\0';
+	*n = 0;
+	fp = fopen(path, "r");
+	if (!fp) {
+		return;
+	}
+	while (fgets(line, sizeof(line), fp)) {
+		line[strcspn(line, "\n")] = '\0';
+		if ((*n)++ && strlen(out) + 1 < len) {
+			strcat(out, "|");
+		}
+		snprintf(out + strlen(out), len - strlen(out), "%s", line);
+	}
+	fclose(fp);
+}
+
+/* PROGRAM EVENT ARRAY [MEMBER], in the order emitted. */
+static void
+test_events_program_gets_arguments(void **state)
+{
+	struct event_runner *er = NULL;
+	char prog[128], log[512];
+	unsigned n;
+
+	(void)state;
+	write_program(prog, sizeof(prog), "");
+	assert_int_equal(events_new(prog, "host:data", &er), 0);
+	assert_int_equal(events_start(er), 0);
+	events_emit(er, "Fail", "/srv/b.img");
+	events_emit(er, "DegradedArray", NULL);
+	events_emit(er, "MemberRemoved", "/srv/b.img");
+	events_free(er);
+	read_log(log, sizeof(log), &n);
+	assert_string_equal(log, "Fail host:data /srv/b.img|"
+				 "DegradedArray host:data|"
+				 "MemberRemoved host:data /srv/b.img");
+}
+
+/* Events before the thread starts (nbdkit not forked yet) still run. */
+static void
+test_events_run_at_free_without_thread(void **state)
+{
+	struct event_runner *er = NULL;
+	char prog[128], log[512];
+	unsigned n;
+
+	(void)state;
+	write_program(prog, sizeof(prog), "");
+	assert_int_equal(events_new(prog, "nbdraid", &er), 0);
+	events_emit(er, "ArrayFailed", NULL);
+	events_free(er);
+	read_log(log, sizeof(log), &n);
+	assert_string_equal(log, "ArrayFailed nbdraid");
+}
+
+/* A program found on PATH (no '/'); one that cannot run is logged. */
+static void
+test_events_path_lookup_and_missing_program(void **state)
+{
+	struct event_runner *er = NULL;
+	char prog[128], log[512], *old = getenv("PATH"), path[4096];
+	unsigned n;
+
+	(void)state;
+	write_program(prog, sizeof(prog), "");
+	snprintf(path, sizeof(path), "%s:%s", tdir, old ? old : "/usr/bin");
+	setenv("PATH", path, 1);
+	assert_int_equal(events_new("event.sh", "a", &er), 0);
+	events_emit(er, "Fail", "m");
+	events_free(er);
+	if (old) {
+		setenv("PATH", old, 1);
+	}
+	read_log(log, sizeof(log), &n);
+	assert_string_equal(log, "Fail a m");
+
+	t_reset();
+	assert_int_equal(events_new("/no/such/program", "a", &er), 0);
+	events_emit(er, "Fail", "m");
+	events_free(er);
+	assert_non_null(strstr(t_last_error, "/no/such/program"));
+}
+
+/*
+ * A full queue drops (said once) and never blocks the emitter: the
+ * program holds the thread until told to go, 64 more wait, the rest drop.
+ */
+static void
+test_events_queue_full_drops(void **state)
+{
+	struct event_runner *er = NULL;
+	char prog[128], started[128], go[128], body[512], log[4096];
+	unsigned n, drops = 0;
+	FILE *fp;
+
+	(void)state;
+	snprintf(started, sizeof(started), "%s/started", tdir);
+	snprintf(go, sizeof(go), "%s/go", tdir);
+	snprintf(body, sizeof(body),
+		 "touch %s; while [ ! -e %s ]; do sleep 0.01; done", started,
+		 go);
+	write_program(prog, sizeof(prog), body);
+	assert_int_equal(events_new(prog, "a", &er), 0);
+	assert_int_equal(events_start(er), 0);
+	t_reset();
+	events_emit(er, "First", NULL);
+	wait_for_file(started); /* the thread holds "First" */
+	for (unsigned i = 0; i < 64 + 5; i++) {
+		events_emit(er, "Next", NULL);
+	}
+	for (const char *p = t_errors; (p = strstr(p, "dropped")); p++) {
+		drops++;
+	}
+	assert_int_equal(drops, 1);
+	fp = fopen(go, "w");
+	assert_non_null(fp);
+	fclose(fp);
+	events_free(er);
+	read_log(log, sizeof(log), &n);
+	assert_int_equal(n, 1 + 64);
+}
+
+/* array_event reaches the program with the array's name. */
+static void
+test_events_array_event(void **state)
+{
+	struct fixture *f = *state;
+	char prog[128], log[512];
+	unsigned n;
+
+	write_program(prog, sizeof(prog), "");
+	assert_int_equal(fixture_open(f, &raid5), 0);
+	assert_int_equal(events_new(prog, "nbdraid", &f->a->events), 0);
+	assert_int_equal(raid_start(f->a), 0);
+	array_event(f->a, "DegradedArray", NULL);
+	raid_close(f->a);
+	f->a = NULL;
+	read_log(log, sizeof(log), &n);
+	assert_string_equal(log, "DegradedArray nbdraid");
+}
+
+/* ---- fail and remove through the socket -------------------------------- */
+
+/*
+ * fail 1: degraded, member 1 faulty, event Fail; fail 2 then refused (the
+ * last copy); remove 0 refused (in sync); remove 1: missing.
+ */
+static void
+test_control_fail_and_remove(void **state)
+{
+	struct fixture *f = *state;
+	struct json_object *ans, *s;
+	char prog[128], log[512];
+	struct raid_array *a;
+	struct client c;
+	unsigned n;
+
+	/* As raid_open and raid_start do: the runner first, then control. */
+	write_program(prog, sizeof(prog), "");
+	assert_int_equal(fixture_open(f, &raid5), 0);
+	a = f->a;
+	assert_int_equal(events_new(prog, "nbdraid", &a->events), 0);
+	assert_int_equal(control_open(a, sock_path, &a->control), 0);
+	assert_int_equal(raid_start(a), 0);
+	client_connect(&c);
+	ans = client_request(&c, "{\"command\":\"fail\",\"member\":\"1\"}");
+	if (!answer_ok(ans) && strstr(json_object_get_string(get(ans, "error")),
+				      "not implemented")) {
+		json_object_put(ans);
+		close(c.fd);
+		skip(); /* the core's raid_fail_member is a stub still */
+	}
+	assert_true(answer_ok(ans));
+	assert_u64(ans, "role", 1);
+	assert_str(ans, "path", "mem1");
+	assert_str(ans, "state", "faulty");
+	json_object_put(ans);
+
+	ans = client_request(&c, "{\"command\":\"status\"}");
+	s = get(ans, "status");
+	assert_str(s, "state", "degraded");
+	assert_str(json_object_array_get_idx(get(s, "members"), 1), "state",
+		   "faulty");
+	assert_true(strlen(json_object_get_string(get(s, "reason"))) > 0);
+	json_object_put(ans);
+	assert_status_matches(a, &c);
+
+	assert_refused(client_request(&c, "{\"command\":\"fail\","
+					  "\"member\":\"mem2\"}"),
+		       "last copy");
+	assert_refused(client_request(&c, "{\"command\":\"remove\","
+					  "\"member\":0}"),
+		       "fail it first");
+	ans = client_request(&c, "{\"command\":\"remove\",\"member\":\"1\"}");
+	assert_true(answer_ok(ans));
+	assert_str(ans, "state", "missing");
+	json_object_put(ans);
+	ans = client_request(&c, "{\"command\":\"status\"}");
+	assert_str(json_object_array_get_idx(get(get(ans, "status"), "members"),
+					     1),
+		   "state", "missing");
+	json_object_put(ans);
+	close(c.fd);
+
+	raid_close(f->a); /* runs the events still queued */
+	f->a = NULL;
+	read_log(log, sizeof(log), &n);
+	assert_non_null(strstr(log, "Fail nbdraid mem1"));
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+			test_control_status_matches_raid_status, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(test_control_status_json_string,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_control_bad_requests_keep_connection, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_control_garbage_never_hurts, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_control_clients_do_not_block_each_other, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(test_control_many_clients,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_control_socket_mode_and_removal, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_control_stale_socket_replaced, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_control_refuses_socket_in_use, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_control_refuses_regular_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_events_program_gets_arguments, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_events_run_at_free_without_thread, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_events_path_lookup_and_missing_program, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(test_events_queue_full_drops,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_events_array_event, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_control_fail_and_remove,
+						setup, teardown),
+	};
+
+	t_init();
+	raid_set_log(t_capture_log);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
