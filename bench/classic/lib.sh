@@ -321,33 +321,26 @@ count_n() {
 # ms SECONDS: fio time value in milliseconds (fractional seconds allowed).
 ms() { awk -v s="$1" 'BEGIN { printf "%dms", s * 1000 }'; }
 
-# start_configs MEDIUM "CONFIGS": one server per configuration, all up at
-# once (only one is measured at a time; they share the members, and no
-# byte's content matters here).  use_config CONFIG points URI, SRVPID,
-# SOCK, ARRAY_STATS, LEVEL, NMEM and CHUNK at one of them; stop_configs
-# stops them all.
-declare -A CFG_URI CFG_PID CFG_SOCK CFG_STATS
+# start_configs MEDIUM "CONFIGS": the configurations a grid measures.
+# use_config CONFIG serves one of them, stopping the one served before:
+# one server at a time, because the configurations share the members and
+# nbdraid claims its members (an OFD write lock on each file), so a second
+# server on the same files is refused.  It points URI, SRVPID, SOCK,
+# ARRAY_STATS, LEVEL, NMEM and CHUNK at the one served;
+# stop_configs stops it.  A server starts in a fraction of a second, in no
+# measured time (every run has its ramp).
 start_configs() {
-	local cfg
-	CONFIGS_UP=$2
-	for cfg in $2; do
-		start_array "$1" "$cfg"
-		CFG_URI[$cfg]=$URI CFG_PID[$cfg]=$SRVPID CFG_SOCK[$cfg]=$SOCK
-		CFG_STATS[$cfg]="${ARRAY_STATS[*]}"
-	done
+	CFG_MEDIUM=$1 CFG_ON=
 }
 use_config() {
-	config_parse "$1"
-	URI=${CFG_URI[$1]} SRVPID=${CFG_PID[$1]} SOCK=${CFG_SOCK[$1]}
-	read -r -a ARRAY_STATS <<<"${CFG_STATS[$1]}"
+	[ "$CFG_ON" = "$1" ] && return 0
+	stop_configs
+	start_array "$CFG_MEDIUM" "$1"
+	CFG_ON=$1
 }
 stop_configs() {
-	local cfg
-	for cfg in $CONFIGS_UP; do
-		use_config "$cfg"
-		stop_server
-	done
-	CONFIGS_UP=
+	if [ -n "${CFG_ON:-}" ]; then stop_server; fi
+	CFG_ON=
 }
 
 # run_grid STUDY MEDIUM "CONFIGS" "PATTERNS" ["NOT FOR 1disk"]: every
