@@ -172,31 +172,50 @@ stop_server() {
 }
 
 # config_parse CONFIG: "1disk" (nbdraid level=0 over one member, the
-# baseline) or "L x N [-cCHUNK]" as "0x4-c64K", "5x4", "1x2".
-# Sets LEVEL, NMEM, CHUNK.
+# baseline) or "L x N [-cCHUNK] [-mROLE]" as "0x4-c64K", "5x4", "1x2",
+# "5x4-m3" (RAID 5 over 4 with role 3 given as member=missing: the array
+# runs degraded from the start).  Sets LEVEL, NMEM, CHUNK, MISSING (a role,
+# or empty).
 config_parse() {
-	local c=$1
-	CHUNK=$DEFAULT_CHUNK
+	local c=$1 part
+	CHUNK=$DEFAULT_CHUNK MISSING=
 	case $c in
 	1disk) LEVEL=0 NMEM=1 ;;
 	*x*)
 		LEVEL=${c%%x*}
 		c=${c#*x}
 		NMEM=${c%%-*}
-		case $c in *-c*) CHUNK=${c#*-c} ;; esac
+		c=${c#"$NMEM"}
+		while [ -n "$c" ]; do
+			c=${c#-}
+			part=${c%%-*}
+			c=${c#"$part"}
+			case $part in
+			c?*) CHUNK=${part#c} ;;
+			m[0-9]*) MISSING=${part#m} ;;
+			*) die "bad config '$1'" ;;
+			esac
+		done
 		;;
 	*) die "bad config '$1'" ;;
 	esac
+	case $NMEM$MISSING in *[!0-9]*) die "bad config '$1'" ;; esac
+	[ -z "$MISSING" ] || [ "$MISSING" -lt "$NMEM" ] || die "bad config '$1': no role $MISSING"
 }
 
 # start_array MEDIUM CONFIG: an nbdraid server over the first members of
-# the medium's pool.  Sets URI, SRVPID, ARRAY_STATS (stats files).
+# the medium's pool; a MISSING role gets member=missing (raw mode: the
+# array starts degraded, and reads around and writes without that role
+# exactly as after the member failed), and its disk is not counted.  Sets
+# URI, SRVPID, ARRAY_STATS (stats files).
 start_array() {
 	local medium=$1 i members=() args=()
 	config_parse "$2"
 	ARRAY_STATS=()
 	for i in $(seq 0 $((NMEM - 1))); do
-		if [ "$medium" = tmpfs ]; then
+		if [ "$i" = "$MISSING" ]; then
+			members+=(member=missing)
+		elif [ "$medium" = tmpfs ]; then
 			members+=("member=${TMPFS[i]}")
 		else
 			members+=("member=${DISKS[i]}")
@@ -326,7 +345,7 @@ ms() { awk -v s="$1" 'BEGIN { printf "%dms", s * 1000 }'; }
 # one server at a time, because the configurations share the members and
 # nbdraid claims its members (an OFD write lock on each file), so a second
 # server on the same files is refused.  It points URI, SRVPID, SOCK,
-# ARRAY_STATS, LEVEL, NMEM and CHUNK at the one served;
+# ARRAY_STATS, LEVEL, NMEM, CHUNK and MISSING at the one served;
 # stop_configs stops it.  A server starts in a fraction of a second, in no
 # measured time (every run has its ramp).
 start_configs() {
