@@ -28,6 +28,7 @@
 #include "mem_backend.h"
 #include "metadata.h"
 #include "superblock.h"
+#include "util.h"
 
 #define MiB (1u << 20)
 
@@ -93,6 +94,27 @@ md_close(struct md_array *x)
 	mem_members_free(x->m, x->n);
 	x->m = NULL;
 	raid_config_free(&x->cfg);
+}
+
+/*
+ * A restart: the array closed, fresh members holding the same bytes (as
+ * nbdkit opens the files again), given in the same order.
+ */
+static void
+md_restart(struct md_array *x)
+{
+	struct raid_member *m = mem_members_create(x->n, x->c.member_bytes);
+
+	raid_close(x->a);
+	x->a = NULL;
+	for (unsigned d = 0; d < x->n; d++) {
+		struct mem_member *mm = mem_of(&m[x->given[d]]);
+
+		memcpy(mm->data, x->mm[d]->data, x->c.member_bytes);
+		x->mm[d] = mm;
+	}
+	mem_members_free(x->m, x->n);
+	x->m = m;
 }
 
 /* The superblock of mdadm's member d, decoded from where it is now. */
@@ -489,6 +511,196 @@ test_metadata_recorded_failure_starts_degraded(void **state)
 	md_close(&x);
 }
 
+/* mdadm's member d's role in the array (its own superblock says). */
+static unsigned
+role_of(struct md_array *x, unsigned d, struct md_sb *sb)
+{
+	sb_now(x, d, sb);
+	return sb->dev_roles[sb->dev_number];
+}
+
+/*
+ * A member whose I/O fails is failed in the superblocks of every survivor
+ * (its dev_roles entry faulty, events on) before the request that saw the
+ * error is answered, and never touched again: its own superblock keeps
+ * the array as it was, so a restart with every member given leaves it out,
+ * as md does, and the data stays exact.
+ */
+static void
+test_metadata_failure_recorded(void **state)
+{
+	static const char *const cases[] = { "raid5-ls-x4", "raid1-x2-v1.0",
+					     "raid10-n2-x4-v1.1",
+					     "raid5-ra-x3-v1.0-bitmap" };
+	static struct md_array x;
+	static uint8_t model[1 << 20], buf[1 << 20];
+
+	(void)state;
+	for (unsigned k = 0; k < ARRAY_SIZE(cases); k++) {
+		const unsigned victim = 1; /* mdadm's member 1 */
+		struct md_sb vsb, before[MD_DATA_MAX_MEMBERS], sb;
+		struct raid_status st;
+		unsigned role, ops;
+		uint64_t len;
+
+		md_members(&x, cases[k]);
+		assert_int_equal(md_assemble(&x), 0);
+		len = MIN(sizeof(model), x.a->size);
+		t_fill_random(model, len);
+		assert_int_equal(raid_pwrite(x.a, model, len, 0, 0), 0);
+		role = role_of(&x, victim, &vsb);
+		for (unsigned d = 0; d < x.n; d++) {
+			sb_now(&x, d, &before[d]);
+		}
+		/* The member dies; the next write finds out. */
+		x.mm[victim]->fail_always = true;
+		x.mm[victim]->fail_errno = EIO;
+		t_fill_random(model, len);
+		assert_int_equal(raid_pwrite(x.a, model, len, 0, 0), 0);
+		ops = x.mm[victim]->ops;
+		for (unsigned d = 0; d < x.n; d++) {
+			if (d == victim) {
+				continue;
+			}
+			sb_now(&x, d, &sb); /* as the request is answered */
+			assert_int_equal(sb.dev_roles[vsb.dev_number],
+					 MD_ROLE_FAULTY);
+			assert_true(sb.events > before[d].events);
+		}
+		assert_non_null(strstr(t_errors, "array degraded"));
+		assert_int_equal(raid_status(x.a, &st), 0);
+		assert_int_equal(st.state, RAID_ARRAY_DEGRADED);
+		assert_int_equal(st.members[role].state, RAID_MEMBER_FAULTY);
+		/* It comes back to life: nothing is sent to it any more. */
+		x.mm[victim]->fail_always = false;
+		assert_int_equal(raid_pread(x.a, buf, len, 0, 0), 0);
+		assert_memory_equal(buf, model, len);
+		assert_int_equal(raid_flush(x.a), 0);
+		raid_close(x.a);
+		x.a = NULL;
+		assert_int_equal(x.mm[victim]->ops, ops);
+		sb_now(&x, victim, &sb);
+		assert_memory_equal(&sb, &vsb, sizeof(sb));
+		/* Every member given again: the failed one stays out. */
+		md_restart(&x);
+		assert_int_equal(md_assemble(&x), 0);
+		assert_non_null(strstr(t_errors, "recorded as failed"));
+		assert_int_equal(raid_status(x.a, &st), 0);
+		assert_int_equal(st.state, RAID_ARRAY_DEGRADED);
+		assert_int_not_equal(st.members[role].state,
+				     RAID_MEMBER_IN_SYNC);
+		assert_int_equal(raid_pread(x.a, buf, len, 0, 0), 0);
+		assert_memory_equal(buf, model, len);
+		raid_close(x.a);
+		x.a = NULL;
+		sb_now(&x, victim, &sb);
+		assert_memory_equal(&sb, &vsb, sizeof(sb));
+		md_close(&x);
+	}
+}
+
+/*
+ * A parity array found dirty and degraded does not start (md: "cannot
+ * start dirty degraded array") unless force=true; a dirty mirror does,
+ * since any copy is as good as another.  A role merely not given needs
+ * degraded=ok as well.
+ */
+static unsigned faulty_dev; /* a dev_number, for dev_faulty */
+
+static void
+dev_faulty(struct md_sb *sb)
+{
+	sb->dev_roles[faulty_dev] = MD_ROLE_FAULTY;
+	sb->events += 1;
+}
+
+/* mdadm's member 3 failed in the others' superblocks; all found dirty. */
+static void
+dirty_member3_failed(struct md_array *x)
+{
+	struct md_sb sb;
+
+	sb_now(x, 3, &sb);
+	faulty_dev = sb.dev_number;
+	for (unsigned d = 0; d < x->n; d++) {
+		sb_edit(x, d, make_active);
+		if (d != 3) {
+			sb_edit(x, d, dev_faulty);
+		}
+	}
+}
+
+/* A dirty RAID 5 whose last member made is not given. */
+static void
+dirty_raid5_without_one(struct md_array *x)
+{
+	md_members(x, "raid5-ls-x4");
+	for (unsigned d = 0; d < x->n; d++) {
+		sb_edit(x, d, make_active);
+	}
+	x->omit = 1;
+}
+
+static void
+test_metadata_dirty_degraded(void **state)
+{
+	static struct md_array x;
+	static uint8_t buf[64 * 1024];
+	struct raid_status st;
+
+	(void)state;
+	/* Recorded failure, dirty. */
+	md_members(&x, "raid5-ls-x4");
+	dirty_member3_failed(&x);
+	expect_refused(&x, "cannot start dirty degraded array");
+	md_close(&x);
+	md_members(&x, "raid5-ls-x4");
+	dirty_member3_failed(&x);
+	x.cfg.force = true;
+	assert_int_equal(md_assemble(&x), 0);
+	assert_non_null(strstr(t_errors, "force=true: starting a dirty "
+					 "degraded array"));
+	assert_int_equal(raid_status(x.a, &st), 0);
+	assert_int_equal(st.state, RAID_ARRAY_DEGRADED);
+	assert_int_equal(raid_pread(x.a, buf, sizeof(buf), 0, 0), 0);
+	md_close(&x);
+	/* A member not given, dirty: degraded=ok is not enough... */
+	md_members(&x, "raid5-ls-x4");
+	for (unsigned d = 0; d < x.n; d++) {
+		sb_edit(&x, d, make_active);
+	}
+	x.omit = 1;
+	expect_refused(&x, "degraded=ok starts without it");
+	x.omit = 0;
+	md_close(&x); /* a refused assembly may have reordered them */
+	dirty_raid5_without_one(&x);
+	x.cfg.degraded_ok = true;
+	expect_refused(&x, "cannot start dirty degraded array");
+	x.omit = 0;
+	md_close(&x);
+	/* ...force=true as well. */
+	dirty_raid5_without_one(&x);
+	x.cfg.degraded_ok = true;
+	x.cfg.force = true;
+	assert_int_equal(md_assemble(&x), 0);
+	assert_int_equal(raid_status(x.a, &st), 0);
+	assert_int_equal(st.state, RAID_ARRAY_DEGRADED);
+	x.omit = 0;
+	md_close(&x);
+	/* A dirty mirror missing a member: degraded=ok alone. */
+	md_members(&x, "raid1-x2-v1.0");
+	for (unsigned d = 0; d < x.n; d++) {
+		sb_edit(&x, d, make_active);
+	}
+	x.omit = 1;
+	x.cfg.degraded_ok = true;
+	assert_int_equal(md_assemble(&x), 0);
+	assert_int_equal(raid_status(x.a, &st), 0);
+	assert_int_equal(st.state, RAID_ARRAY_DEGRADED);
+	x.omit = 0;
+	md_close(&x);
+}
+
 /* force=true takes a stale member back, as mdadm --assemble --force. */
 static void
 test_metadata_force_takes_stale_back(void **state)
@@ -558,6 +770,8 @@ main(void)
 				       t_setup),
 		cmocka_unit_test_setup(test_metadata_found_active_stays_active,
 				       t_setup),
+		cmocka_unit_test_setup(test_metadata_failure_recorded, t_setup),
+		cmocka_unit_test_setup(test_metadata_dirty_degraded, t_setup),
 		cmocka_unit_test_setup(test_metadata_bitmap_marked_stale,
 				       t_setup),
 		cmocka_unit_test_setup(test_metadata_refusals, t_setup),
