@@ -2,14 +2,14 @@
  * array.h: the full struct raid_array.
  *
  * Locks (docs/locking.md lists them all):
- *   write_lock   only when some member is O_DIRECT (io_align > 1).  An
- *                unaligned write reads, patches and rewrites its edge
- *                blocks; it holds its blocks exclusive, so that no other
- *                write, zero or trim lands in them in between (a lost
- *                update).  Every other write, zero and trim holds its
- *                range shared.  First come, first served (range_lock.h):
- *                an unaligned write waits only for the overlapping writes
- *                that came before it.  Reads take nothing.
+ *   write_lock   byte ranges of the array.  Every write, zero and trim
+ *                holds its range shared; an unaligned write to O_DIRECT
+ *                members (it reads, patches and rewrites its edge blocks)
+ *                holds its blocks exclusive, so no other write lands in
+ *                them in between (a lost update); a read error's repair
+ *                holds its range exclusive, so no write lands between
+ *                reading the good bytes and rewriting them.  First come,
+ *                first served (range_lock.h).  Other reads take nothing.
  *   stripe_locks RAID 5: a stripe's data and parity (stripe_lock.h).
  *   fail_lock    member state changes (member.h: state), `broken` and
  *                `reason`; taken by the data path only when a member I/O
