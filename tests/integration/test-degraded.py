@@ -377,6 +377,9 @@ def second_failure(a, first, second, trigger):
     """Part 3: member `second` fails too (its rule's trigger)."""
     geo, lost = a.geo, {first, second}
     why = a.ctl.refused("last copy", "fail", str(second))
+    # Marking the array clean after the last write writes every member's
+    # superblock: that must not be what fails `second`.
+    a.ctl.wait_clean()
     open(trigger, "w").close()
     h = a.srv.connect()
     eio, exact = read_all_chunks(h, a, lost, set())

@@ -137,6 +137,15 @@ class Control:
                 alive()
             time.sleep(0.02)
 
+    def wait_clean(self, timeout=10):
+        """Poll status until the superblocks say clean (200 ms after the
+        last write): no superblock write is due after that."""
+        deadline = time.monotonic() + timeout
+        while not self.status()["clean"]:
+            if time.monotonic() > deadline:
+                fail("the array was not marked clean within %ds" % timeout)
+            time.sleep(0.02)
+
 
 class EventLog:
     """An event= program that appends its arguments as one line to a log."""
