@@ -167,6 +167,15 @@ class Array:
         self.srv.__exit__(None, None, None)
         self.srv = None
 
+    def events_were(self, *events):
+        """The event program got exactly these events, in this order
+        (EVENT [MEMBER]; the array's name goes between)."""
+        want = [" ".join([e.split()[0], self.name] + e.split()[1:])
+                for e in events]
+        got = self.events.lines()
+        check(got == want, "%s: the event program got:\n%s\nwant:\n%s" % (
+            self.label, "\n".join(got), "\n".join(want)))
+
     def status_ok(self, st, state, io_ok=True):
         check(st["state"] == state, "%s: state %s, want %s: %s" % (
             self.label, st["state"], state, st))
@@ -201,9 +210,12 @@ def check_recorded_out(a, role, removed):
         md = mdadm_examine(p)
         if md is not None:
             st = md["Array State"].split()[0]
-            check(st[role] == "." and st.count("A") == len(a.paths) - 1,
-                  "%s: mdadm --examine %s: Array State %s, want role %d "
-                  "missing" % (a.label, p, md["Array State"], role))
+            check(st[role] == "." and st.count("A") == len(a.paths) - 1 and
+                  md["Events"] == str(sb["events"]),
+                  "%s: mdadm --examine %s: Array State %s, Events %s; want "
+                  "role %d missing, events %d" % (
+                      a.label, p, md["Array State"], md["Events"], role,
+                      sb["events"]))
     return sb["events"], gone["events"]
 
 
@@ -457,7 +469,14 @@ def level_case(d, rng, level, layout, n, how, role, stop, second):
     if second is not None:
         second_failure(a, role, second, trigger2)
     a.stop()
-    print("ok %s: %.1fs" % (label, time.monotonic() - start), flush=True)
+    a.events_were(*["Fail " + a.paths[role]] +
+                  (["MemberRemoved " + a.paths[role]] if removed else []) +
+                  ["DegradedArray"] +
+                  (["ArrayFailed " + a.paths[second]] if second is not None
+                   else []))
+    print("ok %s: the events, in order: %s; %.1fs" % (
+        label, ", ".join(ln.split()[0] for ln in a.events.lines()),
+        time.monotonic() - start), flush=True)
 
 
 def read_error_repair(d, rng):
@@ -509,8 +528,10 @@ def read_error_repair(d, rng):
     a.events.wait("Fail %s %s" % (a.name, a.paths[rb]))
     verify_readback(a.srv, a.model, geo, a.label)
     a.stop()
+    a.events_were("Fail " + a.paths[rb])
     print("ok %s: member %d's sector fails its rewrite too: faulty, "
-          "degraded, event Fail, data exact" % (a.label, rb), flush=True)
+          "degraded, event Fail (the only event), data exact" % (a.label, rb),
+          flush=True)
 
 
 def start_refusals(d, rng):
@@ -537,9 +558,10 @@ def start_refusals(d, rng):
     a.stop()
     print("ok %s: degraded=ok: served degraded, role 2 missing, event "
           "DegradedArray, data exact" % a.label, flush=True)
-    # Every member again (nothing was written without member 2), then a
-    # kill -9 while writing: dirty.
+    # Every member again: nothing was written without member 2, so nothing
+    # recorded it out; then a kill -9 while writing: dirty.
     st = a.serve()
+    a.status_ok(st, "optimal")
     a.kill_while_writing(a.geo.chunk * 5 + 512, 2 * a.geo.chunk)
     check(examine(a.paths[0])["state"] == "active", "%s: killed while "
           "writing, but the superblocks say clean" % a.label)
@@ -552,6 +574,7 @@ def start_refusals(d, rng):
         a.label, st["members"][2]))
     verify_readback(a.srv, a.model, a.geo, a.label)
     a.stop()
+    a.events_were("DegradedArray", "DegradedArray")
     print("ok %s: force=true: dirty and degraded served, data exact" %
           a.label, flush=True)
 
