@@ -86,11 +86,11 @@ void array_event(struct raid_array *a, const char *event, const char *member);
 
 /*
  * Write the superblocks of the live members (members whose role is in
- * sync or being rebuilt), events + 1, each with FUA; under meta->lock.
+ * sync or being rebuilt), events + step, each with FUA; under meta->lock.
  * *bad: the members whose write failed (for the caller to fail, after it
  * let go of meta->lock).  0, or the first failure's -errno.
  */
-int meta_commit(struct raid_array *a, uint64_t *bad);
+int meta_commit(struct raid_array *a, unsigned step, uint64_t *bad);
 
 /*
  * A member's I/O failed (or an operator says so): mark it faulty, record

@@ -99,7 +99,7 @@ bitmap_stale(struct raid_array *a)
 }
 
 int
-meta_commit(struct raid_array *a, uint64_t *bad)
+meta_commit(struct raid_array *a, unsigned step, uint64_t *bad)
 {
 	struct raid_meta *meta = a->meta;
 	uint64_t events = 0;
@@ -109,10 +109,11 @@ meta_commit(struct raid_array *a, uint64_t *bad)
 
 	*bad = 0;
 	for (unsigned i = 0; i < meta->nr; i++) {
-		if (sb_live(a, i) && meta->members[i].sb.events >= events) {
-			events = meta->members[i].sb.events + 1;
+		if (sb_live(a, i) && meta->members[i].sb.events > events) {
+			events = meta->members[i].sb.events;
 		}
 	}
+	events += step;
 	if (posix_memalign((void **)&bufs, IO_BUF_ALIGN,
 			   (size_t)meta->nr * MD_SB_BYTES) != 0) {
 		return -ENOMEM;
@@ -158,7 +159,7 @@ mark(struct raid_array *a, bool active, uint64_t *bad)
 		meta->members[i].sb.resync_offset = active ? 0 : MD_RESYNC_DONE;
 	}
 	if (r == 0) {
-		r = meta_commit(a, bad);
+		r = meta_commit(a, 1, bad);
 	}
 	if (r < 0) {
 		raid_error("marking the array %s in its superblocks failed: %s",

@@ -9,9 +9,10 @@
  * state becomes faulty (the data path stops issuing I/O to it from that
  * moment: batch_run checks every request's member), then its entry in the
  * role table of every other member's superblock becomes md's faulty role
- * and events move on, written with FUA, before array_fail returns, so
- * before the request that saw the error is answered.  A member whose
- * superblock write fails then is failed the same way.
+ * and events move on by 2 (md's two updates: see record()), written with
+ * FUA, before array_fail returns, so before the request that saw the
+ * error is answered.  A member whose superblock write fails then is
+ * failed the same way.
  *
  * When the member holds the last copy of some data it is not failed (md
  * does the same with a mirror's last device): the request gets EIO, and
@@ -86,7 +87,17 @@ record(struct raid_array *a, unsigned role, uint16_t value)
 	}
 	pthread_mutex_lock(&a->meta->lock);
 	meta_set_role(a->meta, role, value);
-	r = meta_commit(a, &bad);
+	/*
+	 * A failure moves events on by 2, as md's two updates do (the failure,
+	 * then the member leaving the personality: remove_and_add_spares).
+	 * Its own superblock, never written again, is then more than one
+	 * event behind: stale by the events alone.  One behind is within the
+	 * margin md and mdadm give a member that merely missed the last
+	 * update: mdadm would count it working ("seems ok"), take it back with
+	 * --force, and only a kernel that reads its role from the freshest
+	 * superblock would keep it out.
+	 */
+	r = meta_commit(a, value == MD_ROLE_FAULTY ? 2 : 1, &bad);
 	pthread_mutex_unlock(&a->meta->lock);
 	if (r < 0 && !bad) {
 		raid_error("recording member %u's state in the superblocks: %s",

@@ -701,6 +701,60 @@ test_metadata_dirty_degraded(void **state)
 	md_close(&x);
 }
 
+/*
+ * A member failed on a clean array, with no write after: its own
+ * superblock, never written again, ends more than one event behind the
+ * others (md's two updates: the failure, then the member leaving the
+ * personality), so md and mdadm see it stale by the events alone, not as
+ * a member that merely missed the last update.  Removal is one update.
+ */
+static void
+test_metadata_failed_member_two_events_behind(void **state)
+{
+	static struct md_array x;
+	struct md_sb sb, failed;
+	uint64_t events0;
+	unsigned df = 0;
+
+	(void)state;
+	md_members(&x, "raid5-ls-x4");
+	assert_int_equal(md_assemble(&x), 0);
+	for (unsigned d = 0; d < x.n; d++) {
+		sb_now(&x, d, &sb);
+		if (md_sb_role(&sb) == 1) {
+			df = d;
+		}
+	}
+	sb_now(&x, df, &failed);
+	events0 = failed.events;
+	assert_int_equal(raid_fail_member(x.a, 1, NULL), 0);
+	for (unsigned d = 0; d < x.n; d++) {
+		sb_now(&x, d, &sb);
+		if (d == df) {
+			assert_memory_equal(&sb, &failed, sizeof(sb));
+			continue;
+		}
+		assert_int_equal(sb.events, events0 + 2);
+		assert_int_equal(sb.dev_roles[failed.dev_number],
+				 MD_ROLE_FAULTY);
+		assert_int_equal(sb.resync_offset, MD_RESYNC_DONE);
+	}
+	assert_int_equal(raid_remove_member(x.a, 1), 0);
+	raid_close(x.a);
+	x.a = NULL;
+	for (unsigned d = 0; d < x.n; d++) {
+		sb_now(&x, d, &sb);
+		if (d == df) {
+			assert_memory_equal(&sb, &failed, sizeof(sb));
+			continue;
+		}
+		assert_int_equal(sb.events, events0 + 3);
+		assert_int_equal(sb.dev_roles[failed.dev_number],
+				 MD_ROLE_SPARE);
+	}
+	md_close(&x);
+}
+
 /* force=true takes a stale member back, as mdadm --assemble --force. */
 static void
 test_metadata_force_takes_stale_back(void **state)
@@ -778,6 +832,8 @@ main(void)
 		cmocka_unit_test_setup(
 			test_metadata_recorded_failure_starts_degraded,
 			t_setup),
+		cmocka_unit_test_setup(
+			test_metadata_failed_member_two_events_behind, t_setup),
 		cmocka_unit_test_setup(test_metadata_force_takes_stale_back,
 				       t_setup),
 		cmocka_unit_test_setup(test_metadata_settings_must_agree,
