@@ -124,6 +124,15 @@ raid5_map(const struct raid_geom *g, uint64_t chunk_no, struct raid_loc *locs)
 	return 1;
 }
 
+static bool
+raid5_unmap(const struct raid_geom *g, unsigned member, uint64_t member_chunk,
+	    uint64_t *chunk_no)
+{
+	(void)member;
+	*chunk_no = member_chunk * (g->nr_members - 1);
+	return member_chunk < g->member_chunks;
+}
+
 static void
 raid5_layout_name(const struct raid_geom *g, char *buf, size_t len)
 {
@@ -663,6 +672,7 @@ const struct raid_layout raid5_layout = {
 	.stripe_pieces = true,
 	.setup         = raid5_setup,
 	.map           = raid5_map,
+	.unmap         = raid5_unmap,
 	.layout_name   = raid5_layout_name,
 	.md_layout     = raid5_md_layout,
 	.md_layout_name = raid5_md_layout_name,
