@@ -43,6 +43,13 @@ struct raid_member {
 	struct fault *fault; /* fault= rules (io/fault.h), or NULL */
 
 	atomic_int state; /* enum raid_member_state */
+	/*
+	 * Rebuilding: bytes of the data area rebuilt so far, from its start
+	 * (md's recovery_offset, in bytes; whole chunks until the end): reads
+	 * may use the member below it, never above.  Only recovery moves it,
+	 * after the bytes are on the member.
+	 */
+	atomic_uint_fast64_t rebuilt;
 	/* For status (and md's cnt_corrected_read, kept in the superblock). */
 	atomic_uint_fast64_t read_errors;
 	atomic_uint_fast64_t write_errors;

@@ -97,9 +97,12 @@ struct raid_piece {
 	uint64_t only;
 };
 
-/* May the piece read member role (alive, in sync, not avoided)? */
+/*
+ * May the piece read member role at member chunk `member_chunk` (in sync,
+ * or rebuilt past that chunk; not avoided)?
+ */
 bool piece_can_read(const struct raid_array *a, const struct raid_piece *p,
-		    unsigned role);
+		    unsigned role, uint64_t member_chunk);
 /* May the piece write member role (alive; in `only` when repairing)? */
 bool piece_can_write(const struct raid_array *a, const struct raid_piece *p,
 		     unsigned role);

@@ -250,7 +250,7 @@ slice_plan(const struct raid_array *a, const struct raid_piece *p,
 {
 	unsigned nd = a->nr_members - 1,
 		 pm = raid5_parity_member(&a->g, sl->stripe);
-	bool rmw = piece_can_read(a, p, pm), rcw = true;
+	bool rmw = piece_can_read(a, p, pm, sl->stripe), rcw = true;
 	unsigned unreadable = 0;
 
 	if (p->only) {
@@ -258,7 +258,7 @@ slice_plan(const struct raid_array *a, const struct raid_piece *p,
 	}
 	for (unsigned j = 0; j < nd; j++) {
 		unsigned role = data_role(a, sl->stripe, j);
-		bool readable = piece_can_read(a, p, role);
+		bool readable = piece_can_read(a, p, role, sl->stripe);
 
 		if (!piece_can_write(a, p, pm) && touched(sl, j) &&
 		    !piece_can_write(a, p, role)) {
@@ -280,7 +280,7 @@ slice_plan(const struct raid_array *a, const struct raid_piece *p,
 	if (rmw || rcw) {
 		return rmw ? PLAN_RMW : PLAN_RCW;
 	}
-	if (unreadable == 1 && piece_can_read(a, p, pm)) {
+	if (unreadable == 1 && piece_can_read(a, p, pm, sl->stripe)) {
 		return PLAN_RECON;
 	}
 	return -EIO;
@@ -579,7 +579,7 @@ raid5_reconstruct(struct raid_array *a, struct batch *b,
 	int r = 0;
 
 	for (unsigned i = 0; i < n; i++) {
-		if (i != role && !piece_can_read(a, p, i)) {
+		if (i != role && !piece_can_read(a, p, i, stripe)) {
 			return -EIO; /* two members of the stripe gone */
 		}
 	}
@@ -624,7 +624,7 @@ raid5_read(struct raid_array *a, struct batch *b, const struct raid_piece *p)
 	struct raid_loc loc;
 
 	raid5_map(&a->g, p->chunk_no, &loc);
-	if (p->only || piece_can_read(a, p, loc.member)) {
+	if (p->only || piece_can_read(a, p, loc.member, loc.member_chunk)) {
 		return copies_read(a, b, p);
 	}
 	return raid5_reconstruct(a, b, p, loc.member);
