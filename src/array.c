@@ -41,6 +41,7 @@
 #include "io/fault.h"
 #include "log.h"
 #include "member_overlap.h"
+#include "sync.h"
 #include "util.h"
 
 /* NBD block size limits (the protocol's, for NBD_INFO_BLOCK_SIZE). */
@@ -974,6 +975,7 @@ array_alignment(struct raid_array *a)
 static void
 array_free(struct raid_array *a)
 {
+	sync_free(a->sync);
 	range_lock_destroy(&a->write_lock);
 	stripe_locks_destroy(&a->stripe_locks);
 	pthread_mutex_destroy(&a->fail_lock);
@@ -1033,6 +1035,11 @@ array_create(const struct raid_config *cfg, struct raid_member *members,
 	range_lock_init(&a->write_lock);
 	stripe_locks_init(&a->stripe_locks);
 	pthread_mutex_init(&a->fail_lock, NULL);
+	a->sync = sync_new();
+	if (!a->sync) {
+		array_free(a);
+		return -ENOMEM;
+	}
 	for (unsigned i = 0; i < nr; i++) {
 		atomic_init(&members[i].next_read, UINT64_MAX);
 	}
@@ -1093,7 +1100,8 @@ start_degraded(struct raid_array *a, const struct raid_config *cfg,
 				: "a member was named for it");
 		return -EINVAL;
 	}
-	if (a->meta && a->meta->stay_dirty && a->layout->parity_member) {
+	if (a->meta && a->meta->resync_cp != MD_RESYNC_DONE &&
+	    a->layout->parity_member) {
 		if (!cfg->force) {
 			raid_error(
 				"the array is degraded and was not shut down cleanly: its parity may not match its data, and the missing member's data cannot be trusted (md: cannot start dirty degraded array); force=true starts it anyway");
@@ -1101,8 +1109,8 @@ start_degraded(struct raid_array *a, const struct raid_config *cfg,
 		}
 		raid_error(
 			"force=true: starting a dirty degraded array; parity that did not match its data gives wrong bytes for the missing member there");
-		a->meta->stay_dirty =
-			false; /* marked clean, as mdadm --force */
+		a->meta->resync_cp =
+			MD_RESYNC_DONE; /* marked clean, as mdadm --force */
 	}
 	for (unsigned r = 0; a->meta && r < a->nr_members; r++) {
 		if ((unrecorded >> r) & 1) {
@@ -1318,6 +1326,7 @@ raid_close(struct raid_array *a)
 		return;
 	}
 	control_close(a->control); /* no fail or remove from here on */
+	sync_stop(a);		   /* a pass keeps its checkpoint */
 	state_stop(a);
 	state_close(a);
 	if (a->owns_members) {

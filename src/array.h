@@ -76,6 +76,7 @@ struct raid_array {
 	} io[RAID_REQ_KINDS];
 	struct event_runner *events;	/* event=PROGRAM, or NULL */
 	struct control_server *control; /* control=PATH, or NULL */
+	struct sync_state *sync;	/* recovery, resync, scrub (sync.h) */
 };
 
 /*
@@ -104,6 +105,9 @@ int meta_commit(struct raid_array *a, unsigned step, uint64_t *bad);
 enum fail_cause { FAIL_READ, FAIL_WRITE, FAIL_OPERATOR };
 int array_fail(struct raid_array *a, unsigned role, const char *why,
 	       enum fail_cause cause);
+
+/* The array's state to the log, md's way: "degraded [U_UU]: why". */
+void array_log_state(struct raid_array *a);
 
 /* Has the array redundancy at all (can it lose any one member)? */
 bool array_redundant(const struct raid_array *a);

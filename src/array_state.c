@@ -31,6 +31,7 @@
 #include "io/batch.h"
 #include "log.h"
 #include "metadata.h"
+#include "sync.h"
 
 #define STATE_IDLE_WAIT_NS (META_CLEAN_DELAY_NS) /* recheck while active */
 
@@ -156,7 +157,8 @@ mark(struct raid_array *a, bool active, uint64_t *bad)
 
 	*bad = 0;
 	for (unsigned i = 0; i < meta->nr && r == 0; i++) {
-		meta->members[i].sb.resync_offset = active ? 0 : MD_RESYNC_DONE;
+		meta->members[i].sb.resync_offset =
+			active ? 0 : meta->resync_cp;
 	}
 	if (r == 0) {
 		r = meta_commit(a, 1, bad);
@@ -309,7 +311,7 @@ state_tick(struct raid_array *a, uint64_t now_ns)
 	struct raid_meta *meta = a->meta;
 	uint64_t due;
 
-	if (!meta || meta->stay_dirty || !atomic_load(&meta->dirty)) {
+	if (!meta || !atomic_load(&meta->dirty)) {
 		return 0;
 	}
 	due = atomic_load(&meta->last_write_ns) + META_CLEAN_DELAY_NS;
@@ -325,7 +327,7 @@ state_close(struct raid_array *a)
 {
 	struct raid_meta *meta = a->meta;
 
-	if (!meta || meta->stay_dirty) {
+	if (!meta) {
 		return 0;
 	}
 	return clean(a);
@@ -417,6 +419,9 @@ raid_start(struct raid_array *a)
 
 	if (r == 0 && a->events) {
 		r = events_start(a->events);
+	}
+	if (r == 0) {
+		r = sync_start(a);
 	}
 	if (r == 0 && a->control) {
 		r = control_start(a->control);

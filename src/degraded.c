@@ -60,8 +60,8 @@ state_map(const struct raid_array *a, char *buf)
 }
 
 /* The array's state to the log, md's way: "degraded [U_UU]: why". */
-static void
-log_state(struct raid_array *a)
+void
+array_log_state(struct raid_array *a)
 {
 	enum raid_array_state s = array_state_now(a);
 	char map[RAID_MAX_MEMBERS + 1];
@@ -126,7 +126,7 @@ set_broken(struct raid_array *a, unsigned role, const char *why)
 		a->reason, sizeof(a->reason),
 		"member %u (%s): %s, and it holds the last copy of some data: writes are refused",
 		role, a->members[role].path, why);
-	log_state(a);
+	array_log_state(a);
 	array_event(a, "ArrayFailed", a->members[role].path);
 }
 
@@ -156,7 +156,7 @@ fail_locked(struct raid_array *a, unsigned role, const char *why,
 			 "member %u (%s) is faulty: %s", role, m->path, why);
 	}
 	r = record(a, role, MD_ROLE_FAULTY);
-	log_state(a);
+	array_log_state(a);
 	if (!a->meta) {
 		raid_error(
 			"no superblocks record this failure: leave member %u (%s) out when starting the array again (member=missing)",
@@ -251,7 +251,7 @@ raid_remove_member(struct raid_array *a, unsigned role)
 		}
 		snprintf(a->reason, sizeof(a->reason),
 			 "member %u (%s) was removed", role, m->path);
-		log_state(a);
+		array_log_state(a);
 		array_event(a, "MemberRemoved", m->path);
 	}
 	pthread_mutex_unlock(&a->fail_lock);

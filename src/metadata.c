@@ -725,8 +725,8 @@ meta_assemble(const struct raid_config *cfg, struct raid_member *m,
 				meta->role_dev[fresh->dev_roles[d]] = d;
 			}
 		}
-		meta->stay_dirty = fresh->resync_offset != MD_RESYNC_DONE;
-		atomic_init(&meta->dirty, meta->stay_dirty);
+		meta->resync_cp = fresh->resync_offset;
+		atomic_init(&meta->dirty, meta->resync_cp != MD_RESYNC_DONE);
 		find_missing(&as, by_role, &meta->missing, &meta->unrecorded);
 		r = reorder(&as, by_role, fresh->raid_disks, meta->members);
 	}
@@ -735,9 +735,9 @@ meta_assemble(const struct raid_config *cfg, struct raid_member *m,
 	} else {
 		*nr = as.nr;
 		*out = meta;
-		if (meta->stay_dirty) {
+		if (meta->resync_cp != MD_RESYNC_DONE) {
 			raid_error(
-				"array %s (%s) was not shut down cleanly (resync offset %llu): it stays marked for the resync md would run",
+				"array %s (%s) was not shut down cleanly (resync offset %llu): it is resynced from there",
 				uuid_str(fresh->set_uuid, (char[40]){ 0 }),
 				fresh->set_name,
 				(unsigned long long)fresh->resync_offset);

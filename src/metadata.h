@@ -61,7 +61,14 @@ struct raid_meta {
 	uint64_t missing, unrecorded;
 	bool bitmap;	   /* md's internal bitmap: marked stale */
 	bool bitmap_stale; /* ...already, on every member */
-	bool stay_dirty;   /* found active: never marked clean */
+	/*
+	 * md's recovery_cp, in sectors (member sectors; RAID 10: array
+	 * sectors): the resync owed from there on, MD_RESYNC_DONE when none.
+	 * Found in resync_offset (0 after a crash); moved on by the resync
+	 * pass; written as resync_offset whenever the array is marked clean,
+	 * so a clean mark never erases a resync still owed.  Under lock.
+	 */
+	uint64_t resync_cp;
 	/*
 	 * dirty (resync_offset 0 on disk) and writes (write-class requests
 	 * in flight) are read without the lock, in a Dekker pair: a writer

@@ -15,6 +15,7 @@
 #include "array.h"
 #include "events.h"
 #include "log.h"
+#include "sync.h"
 #include "util.h"
 
 static const char *const member_states[] = {
@@ -111,6 +112,7 @@ raid_status(struct raid_array *a, struct raid_status *st)
 		ms->write_errors = atomic_load(&m->write_errors);
 		ms->corrected_reads = atomic_load(&m->corrected_reads);
 	}
+	sync_status(a, st);
 	for (unsigned k = 0; k < RAID_REQ_KINDS; k++) {
 		st->io[k].requests = atomic_load(&a->io[k].requests);
 		st->io[k].bytes = atomic_load(&a->io[k].bytes);
