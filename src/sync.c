@@ -442,7 +442,12 @@ rebuild_slice(struct pass *p, uint64_t row, uint64_t chunk_no, uint32_t in,
 		r = batch_write(&p->b, t, out, len,
 				geom_member_offset(&a->g, &tl, in), 0);
 	}
-	return r < 0 ? r : batch_run(&p->b);
+	r = r < 0 ? r : batch_run(&p->b);
+	if (r < 0 && ((batch_failed_writes(&p->b) >> p->role) & 1)) {
+		array_fail(a, (unsigned)p->role, "write error during recovery",
+			   FAIL_WRITE);
+	}
+	return r;
 }
 
 /* Rebuild row `row`: 0, 1 when the row holds nothing, or -errno. */
