@@ -114,7 +114,7 @@ commit_spares(struct raid_array *a, uint64_t events)
 
 		mm->sb.events = events;
 		mm->sb.utime = wall_seconds();
-		r = meta_write(&a->spares[i], mm, 1);
+		r = meta_write_one(&a->spares[i], mm);
 		if (r < 0) {
 			raid_error("spare %s: writing its superblock: %s",
 				   a->spares[i].path, strerror(-r));

@@ -176,6 +176,21 @@ meta_write(struct raid_member *members, const struct meta_member *mm,
 	return r;
 }
 
+int
+meta_write_one(struct raid_member *m, const struct meta_member *mm)
+{
+	void *buf = sb_buffer();
+	int r;
+
+	if (!buf) {
+		return -ENOMEM;
+	}
+	md_sb_encode(&mm->sb, buf);
+	r = sb_io(m, IO_WRITE, buf, mm->sb_sector);
+	free(buf);
+	return r;
+}
+
 void
 meta_free(struct raid_meta *meta)
 {

@@ -124,6 +124,8 @@ int meta_read(struct raid_member *m, struct meta_member *out, char *why,
 /* Write sbs[i] to members[i] at sectors[i], all with FUA; 0 or -errno. */
 int meta_write(struct raid_member *members, const struct meta_member *mm,
 	       unsigned nr);
+/* Write one superblock, outside the data path's batch (a spare's). */
+int meta_write_one(struct raid_member *m, const struct meta_member *mm);
 
 /*
  * The member paths to open: every member= expanded as a glob (a path with

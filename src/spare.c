@@ -159,6 +159,57 @@ spare_sb_new(struct raid_array *a, const struct raid_member *m,
 	return spare_place(m, fresh, mm);
 }
 
+/*
+ * An array with md's internal bitmap: the spare gets a copy of a live
+ * member's bitmap superblock at its own place (nbdraid marks it stale
+ * before writing, so the bits never call a chunk clean).
+ */
+static int
+spare_bitmap(struct raid_array *a, struct raid_member *m,
+	     const struct meta_member *mm)
+{
+	int64_t rel = mm->sb.bitmap_offset;
+	void *buf = NULL;
+	int r = -EIO;
+
+	if (!(mm->sb.feature_map & MD_FEATURE_BITMAP_OFFSET)) {
+		return 0;
+	}
+	if (posix_memalign(&buf, IO_BUF_ALIGN, MD_SB_BYTES) != 0) {
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < a->nr_members && r < 0; i++) {
+		const struct meta_member *from = &a->meta->members[i];
+		struct io_req q = { .m = &a->members[i],
+				    .op = IO_READ,
+				    .buf = buf,
+				    .len = MD_SB_BYTES,
+				    .off = (from->sb_sector + rel) *
+					   RAID_SECTOR_BYTES };
+
+		if (from->present && member_usable(&a->members[i])) {
+			r = a->members[i].be->submit_wait(&q, 1);
+		}
+	}
+	if (r == 0) {
+		struct io_req q = { .m = m,
+				    .op = IO_WRITE,
+				    .flags = IO_FUA,
+				    .buf = buf,
+				    .len = MD_SB_BYTES,
+				    .off = (mm->sb_sector + rel) *
+					   RAID_SECTOR_BYTES };
+
+		r = m->be->submit_wait(&q, 1);
+	}
+	if (r < 0) {
+		raid_error("spare %s: copying the array's bitmap: %s", m->path,
+			   strerror(-r));
+	}
+	free(buf);
+	return r;
+}
+
 /* A UUID as mdadm prints it, for messages. */
 static const char *
 uuid_text(const uint8_t *u, char *buf)
@@ -303,7 +354,7 @@ spare_enlist(struct raid_array *a, struct raid_member *m,
 	}
 	if (r == 0) {
 		/* commit_spares only says a spare's failure: check it. */
-		r = meta_write(&a->spares[i], &meta->spares[i], 1);
+		r = meta_write_one(&a->spares[i], &meta->spares[i]);
 	}
 	if (r < 0) {
 		meta->nr_spares--;
@@ -351,6 +402,9 @@ spare_add(struct raid_array *a, const char *path, bool force, bool take)
 	}
 	if (r == 0 && found != SB_OUR_SPARE) {
 		r = spare_sb_new(a, &m, &mm);
+		if (r == 0) {
+			r = spare_bitmap(a, &m, &mm);
+		}
 	}
 	if (r == 0) {
 		r = spare_enlist(a, &m, &mm);
