@@ -281,8 +281,7 @@ print_sync(struct json_object *st)
 		uint64_t total = number(p, "total_bytes");
 		uint64_t done = number(p, "done_bytes");
 
-		printf("%*s Status : %" PRIu64 "%% complete",
-		       (int)(11 - strlen(pass_title(text(p, "kind")))),
+		printf("%*s Status : %" PRIu64 "%% complete", 11,
 		       pass_title(text(p, "kind")),
 		       total ? done * 100 / total : 0);
 		if (get(p, "member")) {
@@ -298,7 +297,7 @@ print_sync(struct json_object *st)
 		       number(c, "finished"));
 	}
 	if (speed) {
-		printf("      Sync Speed   : min %" PRIu64 "K/sec, max %" PRIu64
+		printf("        Sync Speed : min %" PRIu64 "K/sec, max %" PRIu64
 		       "K/sec\n",
 		       number(speed, "min"), number(speed, "max"));
 	}
