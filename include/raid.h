@@ -299,6 +299,8 @@ struct raid_status {
 	char reason[256];    /* why degraded or failed; "" when optimal */
 	unsigned nr_members; /* roles */
 	struct raid_member_status members[RAID_MAX_MEMBERS];
+	unsigned nr_spares; /* role: their index; state: spare */
+	struct raid_member_status spares[RAID_MAX_SPARES];
 	struct raid_req_stats io[RAID_REQ_KINDS];
 	struct raid_sync_progress progress;
 	struct raid_check_report last_check;
@@ -321,6 +323,19 @@ int raid_fail_member(struct raid_array *a, unsigned role, const char *why);
  * its file is closed and released.  -EBUSY while it is in sync.
  */
 int raid_remove_member(struct raid_array *a, unsigned role);
+/*
+ * mdadm --add: path becomes a spare of the array (md superblocks only):
+ * opened, claimed, checked against the members (same file, overlap, size:
+ * data offset + used size must fit), a spare's superblock written on it
+ * unless it carries one of this array as a spare already, then recorded
+ * in every member's role table.  If a role has no member (missing, or
+ * faulty: that one is removed first, as md) the spare takes it at once
+ * and recovery starts.  A member carrying another array's superblock (or
+ * a role in this one) only with force.  0, or -errno (logged): -EINVAL
+ * raw mode or no redundancy, -EEXIST a superblock in the way, -ENOSPC too
+ * small or too many spares, -EBUSY in use.
+ */
+int raid_add_member(struct raid_array *a, const char *path, bool force);
 
 /*
  * md's sync_action "check" or "repair": start a scrub (0), or -EBUSY while

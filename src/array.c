@@ -1160,17 +1160,26 @@ open_md(const struct raid_config *cfg, struct raid_member *m, unsigned *nr,
 	eff.chunk_bytes = geo.chunk_bytes ? geo.chunk_bytes : cfg->chunk_bytes;
 	eff.member_size = geo.member_bytes;
 	eff.nr_members = *nr;
+	*out = NULL;
 	r = array_create(&eff, m, *nr, geo.data_offset, out);
 	if (r == 0) {
 		(*out)->meta = meta;
 		r = start_degraded(*out, cfg, meta->missing, meta->unrecorded);
-		if (r < 0) {
-			meta_free(meta);
+	}
+	if (r == 0 && !(*out)->layout->enough(&(*out)->g, array_lost(*out))) {
+		raid_error(
+			"a member being rebuilt holds data no other member has: the array cannot run");
+		r = -EINVAL;
+	}
+	if (r < 0) {
+		for (unsigned i = 0; i < meta->nr_spares; i++) {
+			member_close(&m[*nr + i]); /* the spares found */
+		}
+		meta_free(meta);
+		if (*out) {
 			array_free(*out);
 			*out = NULL;
 		}
-	} else {
-		meta_free(meta);
 	}
 	return r;
 }
@@ -1301,6 +1310,9 @@ raid_open(const struct raid_config *cfg, struct raid_array **out)
 		(*out)->owns_members = true;
 		r = fault_attach((*out)->members, (*out)->nr_members,
 				 cfg->faults, cfg->nr_faults);
+		if (r == 0) {
+			r = spares_start(*out, cfg);
+		}
 		if (r < 0) {
 			raid_close(*out);
 			*out = NULL;
@@ -1330,6 +1342,7 @@ raid_close(struct raid_array *a)
 	state_stop(a);
 	state_close(a);
 	if (a->owns_members) {
+		spares_close(a);
 		for (unsigned i = 0; i < a->nr_members; i++) {
 			member_close(&a->members[i]);
 		}

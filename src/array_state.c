@@ -99,6 +99,30 @@ bitmap_stale(struct raid_array *a)
 	return r;
 }
 
+/*
+ * The spares' superblocks follow the members' (md writes a spare's with
+ * every update).  One that cannot be written is only said: a spare's
+ * superblock behind the array's is still read as a spare.
+ */
+static void
+commit_spares(struct raid_array *a, uint64_t events)
+{
+	struct raid_meta *meta = a->meta;
+
+	for (unsigned i = 0; i < meta->nr_spares; i++) {
+		struct meta_member *mm = &meta->spares[i];
+		int r;
+
+		mm->sb.events = events;
+		mm->sb.utime = wall_seconds();
+		r = meta_write_one(&a->spares[i], mm);
+		if (r < 0) {
+			raid_error("spare %s: writing its superblock: %s",
+				   a->spares[i].path, strerror(-r));
+		}
+	}
+}
+
 int
 meta_commit(struct raid_array *a, unsigned step, uint64_t *bad)
 {
@@ -142,6 +166,9 @@ meta_commit(struct raid_array *a, unsigned step, uint64_t *bad)
 	}
 	batch_fini(&b);
 	free(bufs);
+	if (r == 0) {
+		commit_spares(a, events);
+	}
 	return r;
 }
 

@@ -20,6 +20,9 @@
  * MD_BROKEN), since its copies or parity could no longer be kept
  * consistent.  Reads go on where the data is reachable.
  *
+ * A failure, once recorded, lets a spare take the role (spare.c:
+ * array_take_spare, as md starts recovery onto a spare by itself).
+ *
  * Removal (mdadm --remove) takes a faulty member out of its role: the
  * role becomes missing, its table entry md's removed (spare) value, and
  * its file is closed once no I/O of its is in flight: the store of the new
@@ -59,7 +62,6 @@ state_map(const struct raid_array *a, char *buf)
 	buf[i] = '\0';
 }
 
-/* The array's state to the log, md's way: "degraded [U_UU]: why". */
 void
 array_log_state(struct raid_array *a)
 {
@@ -73,9 +75,6 @@ array_log_state(struct raid_array *a)
 }
 
 /* Record role's new table entry in the others' superblocks; fail_lock. */
-static int fail_locked(struct raid_array *a, unsigned role, const char *why,
-		       enum fail_cause cause);
-
 static int
 record(struct raid_array *a, unsigned role, uint16_t value)
 {
@@ -130,7 +129,7 @@ set_broken(struct raid_array *a, unsigned role, const char *why)
 	array_event(a, "ArrayFailed", a->members[role].path);
 }
 
-static int
+int
 fail_locked(struct raid_array *a, unsigned role, const char *why,
 	    enum fail_cause cause)
 {
@@ -175,6 +174,9 @@ array_fail(struct raid_array *a, unsigned role, const char *why,
 	pthread_mutex_lock(&a->fail_lock);
 	r = fail_locked(a, role, why, cause);
 	pthread_mutex_unlock(&a->fail_lock);
+	if (r == 0) {
+		array_take_spare(a); /* md starts recovery onto a spare */
+	}
 	return r;
 }
 
@@ -199,6 +201,9 @@ raid_fail_member(struct raid_array *a, unsigned role, const char *why)
 			"member %u (%s) holds the last copy of some data: not failed",
 			role, a->members[role].path);
 	}
+	if (r == 0) {
+		array_take_spare(a);
+	}
 	return r;
 }
 
@@ -216,44 +221,49 @@ drain(struct raid_member *m)
 }
 
 int
+remove_locked(struct raid_array *a, unsigned role)
+{
+	struct raid_member *m = &a->members[role];
+	int s = atomic_load(&m->state), r = 0;
+
+	if (s == RAID_MEMBER_MISSING) {
+		return -ENOENT;
+	}
+	if (s == RAID_MEMBER_IN_SYNC || s == RAID_MEMBER_REBUILDING) {
+		raid_error("member %u (%s) is %s: fail it first (nbdraid fail)",
+			   role, m->path, raid_member_state_name(s));
+		return -EBUSY;
+	}
+	atomic_store(&m->state, RAID_MEMBER_MISSING);
+	r = drain(m);
+	if (r < 0) {
+		atomic_store(&m->state, s);
+		raid_error("member %u (%s): I/O still in flight", role,
+			   m->path);
+		return r;
+	}
+	r = record(a, role, MD_ROLE_SPARE);
+	if (m->fd >= 0) {
+		close(m->fd); /* and with it, the claim */
+		m->fd = -1;
+	}
+	snprintf(a->reason, sizeof(a->reason), "member %u (%s) was removed",
+		 role, m->path);
+	array_log_state(a);
+	array_event(a, "MemberRemoved", m->path);
+	return r;
+}
+
+int
 raid_remove_member(struct raid_array *a, unsigned role)
 {
-	struct raid_member *m;
-	int r = 0, s;
+	int r;
 
 	if (role >= a->nr_members) {
 		return -ENOENT;
 	}
-	m = &a->members[role];
 	pthread_mutex_lock(&a->fail_lock);
-	s = atomic_load(&m->state);
-	if (s == RAID_MEMBER_MISSING) {
-		r = -ENOENT;
-	} else if (s == RAID_MEMBER_IN_SYNC || s == RAID_MEMBER_REBUILDING) {
-		raid_error("member %u (%s) is %s: fail it first (nbdraid fail)",
-			   role, m->path, raid_member_state_name(s));
-		r = -EBUSY;
-	}
-	if (r == 0) {
-		atomic_store(&m->state, RAID_MEMBER_MISSING);
-		r = drain(m);
-		if (r < 0) {
-			atomic_store(&m->state, s);
-			raid_error("member %u (%s): I/O still in flight", role,
-				   m->path);
-		}
-	}
-	if (r == 0) {
-		r = record(a, role, MD_ROLE_SPARE);
-		if (m->fd >= 0) {
-			close(m->fd); /* and with it, the claim */
-			m->fd = -1;
-		}
-		snprintf(a->reason, sizeof(a->reason),
-			 "member %u (%s) was removed", role, m->path);
-		array_log_state(a);
-		array_event(a, "MemberRemoved", m->path);
-	}
+	r = remove_locked(a, role);
 	pthread_mutex_unlock(&a->fail_lock);
 	return r;
 }

@@ -122,6 +122,14 @@ raid_status(struct raid_array *a, struct raid_status *st)
 	if (st->state != RAID_ARRAY_OPTIMAL) {
 		snprintf(st->reason, sizeof(st->reason), "%s", a->reason);
 	}
+	st->nr_spares = a->meta ? a->meta->nr_spares : 0;
+	for (unsigned i = 0; i < st->nr_spares; i++) {
+		st->spares[i] = (struct raid_member_status){
+			.role = i,
+			.path = a->spares[i].path,
+			.state = RAID_MEMBER_SPARE,
+		};
+	}
 	pthread_mutex_unlock(&a->fail_lock);
 	meta_status(a->meta, st);
 	return 0;

@@ -528,19 +528,18 @@ checkpoint(struct pass *p, uint64_t u, bool final)
 			return r;
 		}
 	}
-	pthread_mutex_lock(&meta->lock);
 	if (p->kind == RAID_SYNC_RECOVERY) {
-		struct md_sb *sb = &meta->members[p->role].sb;
-
-		if (final) {
-			sb->feature_map &= ~MD_FEATURE_RECOVERY_OFFSET;
-			sb->recovery_offset = 0;
-		} else {
-			sb->feature_map |= MD_FEATURE_RECOVERY_OFFSET;
-			sb->recovery_offset = units_sectors(p, u);
-		}
-		r = meta_commit(a, 1, &bad);
-	} else if (p->kind == RAID_SYNC_RESYNC) {
+		/* The end is array_recovery_done's (recovery_done). */
+		r = final ? 0
+			  : array_checkpoint_recovery(
+				    a, (unsigned)p->role,
+				    units_sectors(p, u) * RAID_SECTOR_BYTES);
+		p->last_cp_ns = now_ns();
+		p->last_cp_u = u;
+		return r;
+	}
+	pthread_mutex_lock(&meta->lock);
+	if (p->kind == RAID_SYNC_RESYNC) {
 		meta->resync_cp = final ? MD_RESYNC_DONE : units_sectors(p, u);
 		/* On disk now only while the array is clean; else the next
 		 * clean mark writes it. */
@@ -727,20 +726,26 @@ recovery_done(struct pass *p)
 {
 	struct raid_array *a = p->a;
 	struct raid_member *m = &a->members[p->role];
-	int r = checkpoint(p, p->units, true);
+	int r = batch_flush(&p->b, m);
 
+	r = r < 0 ? r : batch_run(&p->b);
 	if (r < 0) {
 		return r;
 	}
+	raid_error("recovery of member %d (%s) finished", p->role, m->path);
+	array_event(a, "RebuildFinished", m->path);
+	if (a->meta) {
+		return array_recovery_done(a, (unsigned)p->role);
+	}
+	/* Raw mode: no superblock records it. */
 	pthread_mutex_lock(&a->fail_lock);
 	if (atomic_load(&m->state) == RAID_MEMBER_REBUILDING) {
 		atomic_store(&m->rebuilt, a->member_bytes);
 		atomic_store(&m->state, RAID_MEMBER_IN_SYNC);
+		a->reason[0] = '\0';
 	}
 	pthread_mutex_unlock(&a->fail_lock);
-	raid_error("recovery of member %d (%s) finished", p->role, m->path);
 	array_log_state(a);
-	array_event(a, "RebuildFinished", m->path);
 	array_event(a, "SpareActive", m->path);
 	return 0;
 }
@@ -754,7 +759,7 @@ pass_end(struct pass *p, uint64_t u, int r)
 
 	if (whole && p->kind == RAID_SYNC_RECOVERY) {
 		r = recovery_done(p);
-	} else if (p->kind == RAID_SYNC_RECOVERY ||
+	} else if ((p->kind == RAID_SYNC_RECOVERY && r != -ENODEV) ||
 		   p->kind == RAID_SYNC_RESYNC) {
 		int c = checkpoint(p, u, whole);
 
