@@ -28,6 +28,7 @@
 #include "mem_backend.h"
 #include "metadata.h"
 #include "superblock.h"
+#include "sync.h"
 #include "util.h"
 
 #define MiB (1u << 20)
@@ -802,6 +803,83 @@ test_metadata_failed_member_two_events_behind(void **state)
 	md_close(&x);
 }
 
+static uint64_t resync_at; /* sectors, for resync_from */
+
+static void
+resync_from(struct md_sb *sb)
+{
+	sb->resync_offset = resync_at;
+}
+
+/* Garbage in the parity of stripe row s. */
+static void
+spoil_parity(struct md_array *x, uint64_t s)
+{
+	struct raid_loc l = { raid5_parity_member(&x->a->g, s), s };
+
+	mem_of(&x->a->members[l.member])
+		->data[geom_member_offset(&x->a->g, &l, 77)] ^= 0x3c;
+}
+
+/*
+ * An array found dirty is resynced from its resync_offset (md's
+ * recovery_cp), not before it; at the end it is owed nothing and a clean
+ * stop writes resync_offset all ones.
+ */
+static void
+test_metadata_resync_from_checkpoint(void **state)
+{
+	static struct md_array x;
+	struct raid_check_result res;
+	struct md_sb sb;
+	uint64_t rows;
+
+	(void)state;
+	md_members(&x, "raid5-ls-x4");
+	resync_at = 0;
+	for (unsigned d = 0; d < x.n; d++) {
+		sb_edit(&x, d, make_active);
+	}
+	assert_int_equal(md_assemble(&x), 0);
+	rows = x.a->g.member_chunks;
+	assert_true(rows > 8);
+	spoil_parity(&x, 1);
+	spoil_parity(&x, rows - 1);
+	assert_int_equal(raid_check(x.a, &res), 0);
+	assert_int_equal(res.mismatched, 2);
+	assert_int_equal(sync_run_due(x.a), 0);
+	assert_non_null(strstr(t_errors, "resync finished"));
+	assert_int_equal(raid_check(x.a, &res), 0);
+	assert_int_equal(res.mismatched, 0);
+	raid_close(x.a);
+	x.a = NULL;
+	for (unsigned d = 0; d < x.n; d++) {
+		sb_now(&x, d, &sb);
+		assert_int_equal(sb.resync_offset, MD_RESYNC_DONE);
+	}
+	md_close(&x);
+	/* From a checkpoint: what is before it is taken as in sync. */
+	md_members(&x, "raid5-ls-x4");
+	assert_int_equal(md_assemble(&x), 0);
+	rows = x.a->g.member_chunks;
+	resync_at = rows / 2 * x.a->chunk_bytes / RAID_SECTOR_BYTES;
+	raid_close(x.a);
+	x.a = NULL;
+	for (unsigned d = 0; d < x.n; d++) {
+		sb_edit(&x, d, resync_from);
+	}
+	md_restart(&x);
+	assert_int_equal(md_assemble(&x), 0);
+	spoil_parity(&x, 1);
+	spoil_parity(&x, rows - 1);
+	assert_int_equal(sync_run_due(x.a), 0);
+	assert_non_null(strstr(t_errors, "resync resumed at"));
+	assert_int_equal(raid_check(x.a, &res), 0);
+	assert_int_equal(res.mismatched, 1);
+	assert_int_equal(res.first[0], 1);
+	md_close(&x);
+}
+
 /* force=true takes a stale member back, as mdadm --assemble --force. */
 static void
 test_metadata_force_takes_stale_back(void **state)
@@ -872,6 +950,8 @@ main(void)
 		cmocka_unit_test_setup(test_metadata_found_active_stays_active,
 				       t_setup),
 		cmocka_unit_test_setup(test_metadata_failure_recorded, t_setup),
+		cmocka_unit_test_setup(test_metadata_resync_from_checkpoint,
+				       t_setup),
 		cmocka_unit_test_setup(test_metadata_dirty_degraded, t_setup),
 		cmocka_unit_test_setup(test_metadata_bitmap_marked_stale,
 				       t_setup),
