@@ -365,6 +365,9 @@ def kill_recovery(d, rng, level, layout, n, role):
           "%s: recovery too far on (%d of %d) to be killed in the middle: "
           "speed limits not applied?" % (label, pr["done_bytes"], total))
     a.kill9()
+    # The same members: the survivors and the new member, now in the role
+    # (as member=: spare= names a file to be a spare, and this one is not
+    # one any more).
     members = list(a.paths)
     members[role] = spare
     sb = examine(spare)
