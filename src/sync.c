@@ -291,6 +291,7 @@ raid_sync_stop(struct raid_array *a)
 	} else if (s->progress.kind == RAID_SYNC_CHECK ||
 		   s->progress.kind == RAID_SYNC_REPAIR) {
 		s->abort = true;
+		pthread_cond_signal(&s->wake); /* it may sleep in throttle */
 	} else {
 		r = -ENOENT; /* no scrub to stop */
 	}
@@ -599,11 +600,13 @@ note_progress(struct pass *p, uint64_t u)
 }
 
 /* md's throttle: sleep while above speed_min and clients are busy, or
- * while above speed_max. */
+ * while above speed_max; not once the pass is to stop (closing, or a
+ * scrub stopped: a slow pass may owe many seconds of sleep). */
 static void
 throttle(struct pass *p, uint64_t start_ns, uint64_t done)
 {
 	struct sync_state *s = p->s;
+	bool scrub = p->kind == RAID_SYNC_CHECK || p->kind == RAID_SYNC_REPAIR;
 
 	for (;;) {
 		uint64_t t = now_ns(), el = t - start_ns + 1, io;
@@ -615,7 +618,7 @@ throttle(struct pass *p, uint64_t start_ns, uint64_t done)
 		busy = io != p->io_seen;
 		p->io_seen = io;
 		pthread_mutex_lock(&s->lock);
-		if (!s->stop && kib_s > s->speed_min &&
+		if (!s->stop && !(scrub && s->abort) && kib_s > s->speed_min &&
 		    (busy || kib_s > s->speed_max)) {
 			sleep = true;
 			clock_gettime(CLOCK_REALTIME, &until);

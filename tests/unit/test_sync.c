@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -264,6 +265,46 @@ test_sync_check_repair(void **state)
 	}
 }
 
+/* A scrub slowed to a crawl stops at once when asked, not after the
+ * sleep its speed limit owes (md's throttle, cut short). */
+static void
+test_sync_stop_slow_scrub(void **state)
+{
+	struct fixture *f = *state;
+	static const struct level_case r5 = { 5, "left-symmetric", 3 };
+	struct raid_status st;
+	struct timespec t0, t1;
+	pthread_t thread;
+	uint8_t *model, *buf;
+	void *ret;
+
+	open_case(f, &r5, 32);
+	model = calloc(1, f->a->size);
+	buf = malloc(f->a->size);
+	model_write(f->a, model, buf, f->a->size, 0, 0);
+	/* 64 KiB windows at 1 KiB/s: the first window owes a minute. */
+	assert_int_equal(raid_sync_speed(f->a, 1, 1), 0);
+	sync_set_window(f->a, 16 * CHUNK);
+	assert_int_equal(raid_sync_request(f->a, RAID_SYNC_CHECK), 0);
+	assert_int_equal(pthread_create(&thread, NULL, run_sync, f->a), 0);
+	do {
+		assert_int_equal(raid_status(f->a, &st), 0);
+	} while (st.progress.kind != RAID_SYNC_CHECK ||
+		 st.progress.done_bytes == 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(raid_sync_stop(f->a), 0);
+	pthread_join(thread, &ret);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_int_equal((intptr_t)ret, 0);
+	assert_true(t1.tv_sec - t0.tv_sec < 3);
+	assert_int_equal(raid_status(f->a, &st), 0);
+	assert_int_equal(st.progress.kind, RAID_SYNC_NONE);
+	assert_int_equal(st.last_check.kind, RAID_SYNC_NONE); /* not whole */
+	assert_int_equal(raid_sync_stop(f->a), -ENOENT);
+	free(model);
+	free(buf);
+}
+
 /* Scrubs are refused where md refuses them. */
 static void
 test_sync_refusals(void **state)
@@ -293,6 +334,9 @@ main(void)
 		cmocka_unit_test_setup_teardown(
 			test_sync_frontier, fixture_setup, fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_sync_check_repair,
+						fixture_setup,
+						fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_sync_stop_slow_scrub,
 						fixture_setup,
 						fixture_teardown),
 		cmocka_unit_test_setup_teardown(
