@@ -12,13 +12,15 @@
 #       stopped while the recovery is under way: cleanly (SIGTERM: the
 #       checkpoint is written at the stop) or with kill -9 (the last
 #       periodic checkpoint counts).  mdadm --examine of the spare:
-#       "Recovery Offset : N sectors", 0 < N < the member's, and at most
-#       what status said was done.  `mdadm --assemble` of the array's
-#       members (the failed one left out), without --run, md's speed limit
-#       near 0 at first: md's recovery starts at N (sync_completed), not 0;
-#       then at full speed md finishes it (mdadm --wait), the array is
-#       clean and not degraded, every byte of /dev/md0 equals what nbdraid
-#       wrote, and md's check counts 0 mismatches.
+#       "Recovery Offset : N sectors", 0 < N < the member's (after a clean
+#       stop, no less than what status said was done).  `mdadm --assemble`
+#       of the array's members (the failed one left out), without --run
+#       (md starts it auto-read-only: `mdadm --readwrite` starts the
+#       recovery), md's speed limit near 0 at first: md's recovery starts
+#       at N (sync_completed), not 0; then at full speed md finishes it
+#       (mdadm --wait), the array is clean and not degraded, every byte of
+#       /dev/md0 equals what nbdraid wrote, and md's check counts 0
+#       mismatches.
 #   md interrupts -> nbdraid finishes   `mdadm --create` (metadata 1.2),
 #       random data written to /dev/md0, `mdadm --fail` and `--remove` one
 #       member, md's sync_speed_max set to 2000 KiB/s, `mdadm --add` of a
@@ -30,8 +32,8 @@
 #       (status optimal), every byte read through NBD equals md's, the
 #       member's superblock no longer has a recovery offset, and the
 #       offline `nbdraid check` counts 0 mismatches.  md assembles the
-#       members again: clean, not degraded, no recovery, same bytes, md's
-#       check counts 0 mismatches.
+#       members again: clean, not degraded, no recovery (after
+#       --readwrite too), same bytes, md's check counts 0 mismatches.
 # Every step prints what md and nbdraid did; a check that does not hold
 # prints "FAIL: CASE: ..." (with nbdkit's log and md's messages) and exits 1.
 # Environment: NBDRAID_PLUGIN, NBDRAID_CLI, NBDRAID_SRC (absolute paths).
@@ -304,7 +306,7 @@ print(s["state"], p.get("done_bytes", 0), p.get("total_bytes", 0))')
         fail "$name: md's sync_action is $(cat /sys/block/md0/md/sync_action), not recover"
     [ "${first% *}" = "$off" ] ||
         fail "$name: md's recovery started at ${first% *} sectors (sync_completed $first), not at the Recovery Offset $off"
-    step "$name: md's recovery starts at $first; md at full speed"
+    step "$name: md's recovery starts at ${first/ / \/ }; md at full speed"
     md_speed "$SPEED0_MIN" "$SPEED0_MAX"
     mdadm --wait /dev/md0 >/dev/null 2>&1 || true
     md_settled "$name"
@@ -416,6 +418,9 @@ print(json.load(sys.stdin)["mismatched"])') || fail "$name: nbdraid check"
         fail "$name: mdadm --assemble (without --run) refused the array: $out"
     [ "$(cat /sys/block/md0/md/degraded)" = 0 ] ||
         fail "$name: md counts $(cat /sys/block/md0/md/degraded) devices missing"
+    # Out of auto-read-only: a recovery md thought due would start now.
+    mdadm --readwrite /dev/md0 || fail "$name: mdadm --readwrite"
+    sleep 1
     [ "$(cat /sys/block/md0/md/sync_action)" = idle ] ||
         fail "$name: md runs $(cat /sys/block/md0/md/sync_action) after nbdraid's recovery: $(cat /proc/mdstat)"
     cmp /dev/md0 "$dir/ref.img" || fail "$name: md reads differ from $dir/ref.img"
