@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # md-functions.sh: what the guest scripts that drive Linux md share
-# (guest-md.sh, guest-mdid.sh, guest-degraded.sh, tests/data/md/make.sh).
+# (guest-md.sh, guest-mdid.sh, guest-degraded.sh, guest-recovery.sh,
+# tests/data/md/make.sh).
 # Sourced in the VM, as root: loads the md and loop modules, keeps the loop
 # devices it attaches in LOOPS, and stops /dev/md0 and detaches them at
 # exit.
