@@ -876,8 +876,68 @@ selected(const struct raid_config *cfg, const char *path)
 	return yes;
 }
 
+static int meta_select_members(const struct raid_config *cfg, char ***paths,
+			       unsigned *n);
+
+/* path's md superblock into *sb: true when it has one. */
+static bool
+read_sb(const char *path, struct md_sb *sb)
+{
+	static _Thread_local struct meta_member mm;
+	struct raid_member m;
+	char why[160];
+	bool yes;
+
+	if (member_open(&m, 0, path, false, true, RAID_IO_PSYNC) < 0) {
+		return false;
+	}
+	yes = meta_read(&m, &mm, why, sizeof(why)) == 0;
+	member_close(&m);
+	if (yes) {
+		*sb = mm.sb;
+	}
+	return yes;
+}
+
+/*
+ * A spare= that has taken a role since (it was rebuilt into it, or is
+ * being rebuilt) is a member now: md assembles every device alike, so a
+ * restart with the same settings must find it.  Add the spares whose
+ * superblock is of the members' array and names a role of their own.
+ */
+static int
+add_spares_in_roles(const struct raid_config *cfg, char ***paths, unsigned *n)
+{
+	static _Thread_local struct md_sb ref, sb;
+	bool have_ref = false;
+	int r = 0;
+
+	for (unsigned i = 0; i < *n && !have_ref; i++) {
+		have_ref = read_sb((*paths)[i], &ref);
+	}
+	for (unsigned i = 0; have_ref && i < cfg->nr_spares && r == 0; i++) {
+		if (read_sb(cfg->spares[i], &sb) &&
+		    memcmp(sb.set_uuid, ref.set_uuid, 16) == 0 &&
+		    md_sb_role(&sb) < sb.raid_disks) {
+			r = add_path(paths, n, cfg->spares[i]);
+		}
+	}
+	return r;
+}
+
 int
 meta_select(const struct raid_config *cfg, char ***paths, unsigned *n)
+{
+	int r = meta_select_members(cfg, paths, n);
+
+	if (r == 0 && cfg->metadata != RAID_META_NONE && cfg->nr_spares) {
+		r = add_spares_in_roles(cfg, paths, n);
+	}
+	return r;
+}
+
+static int
+meta_select_members(const struct raid_config *cfg, char ***paths, unsigned *n)
 {
 	char **all = NULL, u[40];
 	unsigned nall = 0;

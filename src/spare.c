@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 
 #include "array.h"
 #include "log.h"
@@ -655,6 +656,29 @@ spares_adopt(struct raid_array *a)
 	return r;
 }
 
+/* Is path a member of the array already (a spare= that took a role)? */
+static bool
+in_array(const struct raid_array *a, const char *path)
+{
+	struct stat st;
+	dev_t dev;
+	ino_t ino;
+
+	if (stat(path, &st) < 0) {
+		return false;
+	}
+	dev = S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev;
+	ino = S_ISBLK(st.st_mode) ? 0 : st.st_ino;
+	for (unsigned i = 0; i < a->nr_members; i++) {
+		const struct raid_member *m = &a->members[i];
+
+		if (m->path && m->fd >= 0 && m->dev == dev && m->ino == ino) {
+			return true;
+		}
+	}
+	return false;
+}
+
 int
 spares_start(struct raid_array *a, const struct raid_config *cfg)
 {
@@ -666,7 +690,9 @@ spares_start(struct raid_array *a, const struct raid_config *cfg)
 		r = spares_adopt(a);
 	}
 	for (unsigned i = 0; i < cfg->nr_spares && r == 0; i++) {
-		r = spare_add(a, cfg->spares[i], cfg->force, false);
+		if (!in_array(a, cfg->spares[i])) {
+			r = spare_add(a, cfg->spares[i], cfg->force, false);
+		}
 	}
 	if (r == 0) {
 		r = MIN(array_take_spare(a), 0);

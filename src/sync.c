@@ -584,11 +584,12 @@ note_progress(struct pass *p, uint64_t u)
 				    ? (total - done) / s->progress.bytes_per_s
 				    : 0;
 	pthread_mutex_unlock(&s->lock);
+	if (p->last_tenth < tenth && tenth < 10) {
+		raid_error("%s: %u0%% done (%" PRIu64 " of %" PRIu64 " bytes)",
+			   raid_sync_kind_name(p->kind), tenth, done, total);
+	}
 	while (p->last_tenth < tenth && tenth < 10) {
 		p->last_tenth++;
-		raid_error("%s: %u0%% done (%" PRIu64 " of %" PRIu64 " bytes)",
-			   raid_sync_kind_name(p->kind), p->last_tenth, done,
-			   total);
 		if (p->kind == RAID_SYNC_RECOVERY && p->last_tenth % 2 == 0 &&
 		    p->last_tenth <= 8) {
 			char ev[16];

@@ -195,11 +195,28 @@ test_spare_refusals(void **state)
 	assert_true(open_array(2, 6, false, &a) < 0);
 	assert_non_null(strstr(t_errors, "too small"));
 	make_file(6, MEMBER_BYTES);
-	/* A member of this array in a role is not a spare. */
-	open_degraded = true;
-	assert_true(open_array(1, 1, false, &a) < 0);
-	open_degraded = false;
-	assert_non_null(strstr(t_errors, "a member of this array (role 0x1)"));
+	/*
+	 * A member of this array in a role, given as spare=, is that member
+	 * (md assembles every device alike): a spare that was rebuilt into a
+	 * role is found there at the next start with the same settings.
+	 * add of such a member is refused: it is no spare.
+	 */
+	{
+		struct raid_status st;
+
+		assert_int_equal(open_array(1, 1, false, &a), 0);
+		assert_int_equal(raid_status(a, &st), 0);
+		assert_int_equal(st.state, RAID_ARRAY_OPTIMAL);
+		assert_int_equal(st.nr_spares, 0);
+		raid_close(a);
+		open_degraded = true;
+		assert_int_equal(open_array(1, -1, false, &a), 0);
+		open_degraded = false;
+		assert_true(raid_add_member(a, files[1], false) < 0);
+		assert_non_null(
+			strstr(t_errors, "a member of this array (role 0x1)"));
+		raid_close(a);
+	}
 	/* Raw mode: nowhere to record a spare. */
 	raid_config_init(&cfg);
 	raid_config_set(&cfg, "metadata", "none");
