@@ -172,31 +172,50 @@ stop_server() {
 }
 
 # config_parse CONFIG: "1disk" (nbdraid level=0 over one member, the
-# baseline) or "L x N [-cCHUNK]" as "0x4-c64K", "5x4", "1x2".
-# Sets LEVEL, NMEM, CHUNK.
+# baseline) or "L x N [-cCHUNK] [-mROLE]" as "0x4-c64K", "5x4", "1x2",
+# "5x4-m3" (RAID 5 over 4 with role 3 given as member=missing: the array
+# runs degraded from the start).  Sets LEVEL, NMEM, CHUNK, MISSING (a role,
+# or empty).
 config_parse() {
-	local c=$1
-	CHUNK=$DEFAULT_CHUNK
+	local c=$1 part
+	CHUNK=$DEFAULT_CHUNK MISSING=
 	case $c in
 	1disk) LEVEL=0 NMEM=1 ;;
 	*x*)
 		LEVEL=${c%%x*}
 		c=${c#*x}
 		NMEM=${c%%-*}
-		case $c in *-c*) CHUNK=${c#*-c} ;; esac
+		c=${c#"$NMEM"}
+		while [ -n "$c" ]; do
+			c=${c#-}
+			part=${c%%-*}
+			c=${c#"$part"}
+			case $part in
+			c?*) CHUNK=${part#c} ;;
+			m[0-9]*) MISSING=${part#m} ;;
+			*) die "bad config '$1'" ;;
+			esac
+		done
 		;;
 	*) die "bad config '$1'" ;;
 	esac
+	case $NMEM$MISSING in *[!0-9]*) die "bad config '$1'" ;; esac
+	[ -z "$MISSING" ] || [ "$MISSING" -lt "$NMEM" ] || die "bad config '$1': no role $MISSING"
 }
 
 # start_array MEDIUM CONFIG: an nbdraid server over the first members of
-# the medium's pool.  Sets URI, SRVPID, ARRAY_STATS (stats files).
+# the medium's pool; a MISSING role gets member=missing (raw mode: the
+# array starts degraded, and reads around and writes without that role
+# exactly as after the member failed), and its disk is not counted.  Sets
+# URI, SRVPID, ARRAY_STATS (stats files).
 start_array() {
 	local medium=$1 i members=() args=()
 	config_parse "$2"
 	ARRAY_STATS=()
 	for i in $(seq 0 $((NMEM - 1))); do
-		if [ "$medium" = tmpfs ]; then
+		if [ "$i" = "$MISSING" ]; then
+			members+=(member=missing)
+		elif [ "$medium" = tmpfs ]; then
 			members+=("member=${TMPFS[i]}")
 		else
 			members+=("member=${DISKS[i]}")
@@ -321,33 +340,26 @@ count_n() {
 # ms SECONDS: fio time value in milliseconds (fractional seconds allowed).
 ms() { awk -v s="$1" 'BEGIN { printf "%dms", s * 1000 }'; }
 
-# start_configs MEDIUM "CONFIGS": one server per configuration, all up at
-# once (only one is measured at a time; they share the members, and no
-# byte's content matters here).  use_config CONFIG points URI, SRVPID,
-# SOCK, ARRAY_STATS, LEVEL, NMEM and CHUNK at one of them; stop_configs
-# stops them all.
-declare -A CFG_URI CFG_PID CFG_SOCK CFG_STATS
+# start_configs MEDIUM "CONFIGS": the configurations a grid measures.
+# use_config CONFIG serves one of them, stopping the one served before:
+# one server at a time, because the configurations share the members and
+# nbdraid claims its members (an OFD write lock on each file), so a second
+# server on the same files is refused.  It points URI, SRVPID, SOCK,
+# ARRAY_STATS, LEVEL, NMEM, CHUNK and MISSING at the one served;
+# stop_configs stops it.  A server starts in a fraction of a second, in no
+# measured time (every run has its ramp).
 start_configs() {
-	local cfg
-	CONFIGS_UP=$2
-	for cfg in $2; do
-		start_array "$1" "$cfg"
-		CFG_URI[$cfg]=$URI CFG_PID[$cfg]=$SRVPID CFG_SOCK[$cfg]=$SOCK
-		CFG_STATS[$cfg]="${ARRAY_STATS[*]}"
-	done
+	CFG_MEDIUM=$1 CFG_ON=
 }
 use_config() {
-	config_parse "$1"
-	URI=${CFG_URI[$1]} SRVPID=${CFG_PID[$1]} SOCK=${CFG_SOCK[$1]}
-	read -r -a ARRAY_STATS <<<"${CFG_STATS[$1]}"
+	[ "$CFG_ON" = "$1" ] && return 0
+	stop_configs
+	start_array "$CFG_MEDIUM" "$1"
+	CFG_ON=$1
 }
 stop_configs() {
-	local cfg
-	for cfg in $CONFIGS_UP; do
-		use_config "$cfg"
-		stop_server
-	done
-	CONFIGS_UP=
+	if [ -n "${CFG_ON:-}" ]; then stop_server; fi
+	CFG_ON=
 }
 
 # run_grid STUDY MEDIUM "CONFIGS" "PATTERNS" ["NOT FOR 1disk"]: every

@@ -17,10 +17,12 @@ def disk_iops(kind, nbytes, access_s, mbps):
     return 1.0 / (pos + nbytes / (mbps * 1e6))
 
 
-def expected_ios(level, n, chunk, kind, b):
+def expected_ios(level, n, chunk, kind, b, degraded=False):
     """Member (reads, writes) per client request of b bytes that the layout
     implies, or (None, None) (a partial RAID 5 stripe: it depends on
-    alignment)."""
+    alignment).  degraded: one of the n members missing."""
+    if degraded:
+        return expected_degraded(level, n, chunk, kind, b)
     if level == 1:
         return (1, 0) if "read" in kind else (0, n)
     if kind == "randread" and b <= 4096:
@@ -33,6 +35,29 @@ def expected_ios(level, n, chunk, kind, b):
         return (0, b / chunk * (2 if level == 10 else 1))
     if kind == "write" and level == 5 and b == (n - 1) * chunk:
         return (0, n)  # a full stripe: data and parity
+    return (None, None)
+
+
+def expected_degraded(level, n, chunk, kind, b):
+    """expected_ios with one member missing, for requests spread evenly
+    over the array (random, or whole stripes of a sequential stream).
+
+    RAID 1: reads on a copy left, writes to the n - 1 left.  RAID 5 (md's
+    rotating parity): a stripe's missing chunk is its parity 1 time in n,
+    one of its n - 1 data chunks otherwise, so 1 data chunk in n is on the
+    missing member; reading it reads the n - 1 others.  A 4k write (a
+    column of one chunk): its own chunk missing (1 in n), reconstruct-write
+    of parity (n - 2 reads, 1 write); parity missing (1 in n), the data
+    alone (0, 1); another data chunk missing, read-modify-write (2, 2)."""
+    if level == 1:
+        return (1, 0) if "read" in kind else (0, n - 1)
+    if level != 5:
+        return (None, None)
+    if "read" in kind and (kind == "read" or b <= 4096):
+        per_chunk = (n - 1) / n * 1 + 1 / n * (n - 1)
+        return (per_chunk * (1 if b <= 4096 else b / chunk), 0)
+    if kind == "randwrite" and b <= 4096:
+        return ((n - 2) / n + (n - 2) / n * 2, 2 / n + (n - 2) / n * 2)
     return (None, None)
 
 

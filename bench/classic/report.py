@@ -110,13 +110,18 @@ for row in ROWS:
 # --- labels ------------------------------------------------------------------
 
 def config(c):
-    """Level, members, chunk and label of '1disk', '0x4', '0x4-c64K', '5x4'."""
+    """Level, members, chunk, missing role (or None) and label of '1disk',
+    '0x4', '0x4-c64K', '5x4', '5x4-m3' (role 3 missing)."""
     if c == BASE:
-        return dict(config=c, level=0, members=1, chunk=None, config_label=D["BASELINE_LABEL"])
+        return dict(config=c, level=0, members=1, chunk=None, missing=None,
+                    config_label=D["BASELINE_LABEL"])
     level, rest = c.split("x", 1)
-    members, _, chunk = rest.partition("-c")
-    d = dict(config=c, level=int(level), members=int(members), chunk=chunk or FACTS["chunk"])
-    return dict(d, config_label=D["CONFIG_LABEL"].format_map(d))
+    members, *parts = rest.split("-")
+    opt = {x[0]: x[1:] for x in parts}
+    d = dict(config=c, level=int(level), members=int(members), chunk=opt.get("c") or FACTS["chunk"],
+             missing=int(opt["m"]) if "m" in opt else None)
+    tmpl = D["CONFIG_LABEL"] if d["missing"] is None else D["CONFIG_LABEL_MISSING"]
+    return dict(d, config_label=tmpl.format_map(d))
 
 
 def pattern(p):
@@ -305,8 +310,13 @@ class Part:
     def where(self, c, p, study=None):
         return (study or self.study, self.medium, c, p)
 
-    def ratio(self, c, p, base=BASE):
-        return ratio(self.where(c, p), base)
+    def base(self, c):
+        """What c is measured against: the study's "base" for it, else one
+        member."""
+        return self.spec.get("base", {}).get(c, BASE)
+
+    def ratio(self, c, p, base=None):
+        return ratio(self.where(c, p), base or self.base(c))
 
     def one(self, p):
         """One member's figure for pattern p, and what stood in for it."""
@@ -334,7 +344,7 @@ class Part:
         cells, values = self.pivot(self.spec["csv_by"], self.cfgs)
         out = []
         for c, p in (cells[k] for k in itertools.product(*values) if k in cells):
-            w, b, r = self.where(c, p), self.where(BASE, p), self.ratio(c, p) or {}
+            w, b, r = self.where(c, p), self.where(self.base(c), p), self.ratio(c, p) or {}
             f = dict(dims(c, p), medium=self.medium, base_iops=med(b, "iops"),
                      base_mbps=med(b, "mbps"), iops=med(w, "iops"), mbps=med(w, "mbps"),
                      ratio=r.get("med"), ratio_min=r.get("lo"), ratio_max=r.get("hi"),
@@ -355,6 +365,25 @@ class Part:
                 + ([self.ideal(ideal, p)] if ideal else []) for p in self.pats]
         header = spec["header"] + [h.format_map(config(c)) for c, _b, h in cols]
         return [md_table(header + ([ideal["header"]] if ideal else []), rows)]
+
+    def pairs(self, spec):
+        """Rows: patterns; for each configuration, its base's figure, its
+        own, and the ratio of the two (median of the per-repetition
+        ratios, with their range)."""
+        header = [spec["header"]]
+        for c in self.cfgs:
+            f = dict(config(c), base_label=config(self.base(c))["config_label"])
+            header += [t.format_map(f) for t in spec["columns"]]
+        rows = []
+        for p in self.pats:
+            row = [label("pattern", p)]
+            for c in self.cfgs:
+                b, w = self.where(self.base(c), p), self.where(c, p)
+                row += [fmt_abs(med(b, "iops"), med(b, "mbps"), p),
+                        fmt_abs(med(w, "iops"), med(w, "mbps"), p),
+                        fmt_ratio(self.ratio(c, p), bold=True)]
+            rows.append(row)
+        return [md_table(header, rows)]
 
     def ideal(self, spec, p):
         """The first rule that selects p: its text, or its ideal (models.py)
@@ -455,7 +484,7 @@ class Part:
         for r in (r for r in COUNTS if (r["study"], r["medium"]) == (self.study, self.medium)):
             n, c, p = int(r["client_ios"]) or 1, config(r["config"]), pattern(r["pattern"])
             er, ew = M["expected_ios"](c["level"], c["members"], to_bytes(c["chunk"]), p["kind"],
-                                       p["bytes"])
+                                       p["bytes"], c["missing"] is not None)
             out.append([c["config_label"], p["pattern_label"], n,
                         "%.2f" % (int(r["m_reads"]) / n), "%.2f" % (int(r["m_writes"]) / n),
                         "%.2f / %.2f" % (int(r["m_rbytes"]) / (p["bytes"] * n),
@@ -497,7 +526,8 @@ class Part:
         return [link] if gnuplot(self.name, files) else []
 
 
-BLOCKS = {b: getattr(Part, b) for b in ("table", "goals", "baseline", "grid", "counts", "chart")}
+BLOCKS = {b: getattr(Part, b) for b in ("table", "pairs", "goals", "baseline", "grid", "counts",
+                                        "chart")}
 
 
 # --- sections ----------------------------------------------------------------

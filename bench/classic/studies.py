@@ -42,6 +42,7 @@ MACHINE = ["cores", "memory", "kernel", "load before", "nbdkit", "fio", "gnuplot
 BASELINE = "1disk"
 BASELINE_LABEL = "one member"
 CONFIG_LABEL = "RAID {level} x{members}"
+CONFIG_LABEL_MISSING = "RAID {level} x{members} degraded"
 PATTERN_LABEL = {
     "read": "{size} seq read QD{qd}",
     "write": "{size} seq write QD{qd}",
@@ -133,7 +134,7 @@ COMMON = """set grid ytics lc rgb '#dddddd'
 set border 3
 set tics nomirror
 """
-BARS = """set ylabel 'throughput / one member'
+BARS = """set ylabel '{ylabel}'
 set yrange [0:{ymax:g}]
 set style data histogram
 set style histogram errorbars gap 1.5 lw 1
@@ -148,6 +149,7 @@ BAR_LINE = """set arrow from graph 0, first {y:g} to graph 1, first {y:g} nohead
 set label '{label}' at graph 0.005, first {y:g} left offset 0,0.6 font ',9'
 """
 BAR_CHART = {"block": "chart", "size": "1150,620", "pivot": [None, "pattern", "config"],
+             "ylabel": "throughput / one member",
              "head": "# group", "row": '"{label}"', "line": BAR_LINE,
              "series": "'{dat}' using {col}:{lo}:{hi}:xtic(1) lc rgb '{color}' title '{title}'"}
 ONE_MEMBER_LINE = [1, "one member", "lc rgb '#000000' lw 1.5"]
@@ -395,9 +397,7 @@ plot {plots}
             "twice.  Each figure a ratio to one member and, in the second column of each "
             "level, to RAID 0 over the same 4 members.  **Goal: RAID 5 full-stripe "
             "sequential writes over 4 members at least 2.8x of one member.**",
-            "**Degraded reads are not measured: nbdraid has no degraded mode yet** (an "
-            "array with a missing or failed member does not start), so there is nothing to "
-            "measure; this row waits for degraded mode.",
+            "What RAID 5 costs with a member missing is section 6.",
         ],
         # One member cannot take a 1.5M request whole (FUSE carries at most 1M
         # per request): its sequential write bandwidth is measured with 1M.
@@ -423,5 +423,53 @@ plot {plots}
         "csv": ["medium", "config", "pattern", "pattern_label", "base_iops", "base_mbps",
                 "iops", "mbps", "ratio", "ratio_min", "ratio_max", "reps", "ratio_vs_raid0"],
         "csv_ratios": {"ratio_vs_raid0": "0x4"},
+    },
+    {
+        "name": "degraded",
+        "title": "## 6. Degraded: what does losing a member cost?",
+        "intro": [
+            "RAID 5 over 4 members and RAID 1 over 2 (chunk {chunk}), each served twice in "
+            "the same run: with every member (optimal) and with its last member missing "
+            "(degraded).  The degraded array is the same array started with that role given "
+            "as `member=missing`: nbdraid then reads around it and writes without it by the "
+            "same code as after a member failed.  Each figure: degraded / optimal, the two "
+            "run back to back (the order alternating per repetition), the median of the "
+            "per-repetition ratios.",
+            "What each costs, in member I/Os.  **RAID 5, reads:** 1 data chunk in 4 is on the "
+            "missing member, and reading it means reading the same bytes of the 3 others and "
+            "XORing them (under the stripe's lock): 1.5 member reads per 4k read instead of 1, "
+            "on 3 members instead of 4, so random reads that keep the members busy should "
+            "fall to about 1 / (1.5 x 4 / 3) = 0.5; a sequential stream reads 1.5 bytes per "
+            "byte (up to 3 member reads per 1M request where optimal does 2; a rebuild's "
+            "read and the next chunk's, adjacent on a member, may go as one), and the "
+            "members read some chunks twice (once for the client, once to rebuild the "
+            "missing chunk beside it).  **RAID 5, writes:** a 4k write to the "
+            "missing member's chunk writes parity alone, computed from the 2 other data "
+            "chunks (2 reads, 1 write); to a stripe whose parity is missing, the data alone "
+            "(0 reads, 1 write); otherwise read-modify-write as usual (2 and 2): 1.5 reads "
+            "and 1.5 writes on average against 2 and 2, on 3 members instead of 4, about the "
+            "same work per member.  **RAID 1 x2:** every read on the one copy left (no "
+            "balancing across copies: a mirror that read about 2x of one disk at depth reads "
+            "1x), every write to one copy instead of two (no waiting for the slower copy).  "
+            "On tmpfs members the CPU and the NBD path are the limit, not the members: only "
+            "the extra CPU of a member I/O and of the XOR shows.",
+        ],
+        "configs": ["5x4-m3", "1x2-m1"],
+        "base": {"5x4-m3": "5x4", "1x2-m1": "1x2"},
+        "blocks": [
+            {"block": "pairs", "header": "pattern",
+             "columns": ["{base_label}", "{config_label}", "degraded / optimal"]},
+            {"block": "counts"},
+            {**BAR_CHART, "alt": "degraded / optimal", "ymax": 2.0,
+             "ylabel": "degraded / optimal (same run)",
+             "script": (COMMON + 'set title "RAID 5 x4 and RAID 1 x2 with one member missing, '
+                        'against the same array whole (same run)\\n{medium}"\n' + BARS),
+             "lines": [[1, "optimal", "lc rgb '#000000' lw 1.5"],
+                       [0.5, "0.5", "dt 2 lc rgb '#999999' lw 1.5"]]},
+        ],
+        "csv_by": ["pattern", "config"],
+        "csv": ["medium", "config", "config_label", "pattern", "pattern_label", "base_iops",
+                "base_mbps", "iops", "mbps", "ratio", "ratio_min", "ratio_max", "reps",
+                "srv_cpu_pct", "host_cpu_pct"],
     },
 ]
