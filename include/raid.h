@@ -251,6 +251,40 @@ struct raid_member_status {
 struct raid_req_stats {
 	uint64_t requests, bytes, errors;
 };
+
+/*
+ * ---- recovery, resync and scrub (docs/recovery.md) ----
+ *
+ * One background pass at a time walks the members, as md's md_do_sync:
+ * recovery rebuilds a role onto a new member (a spare), resync makes
+ * copies or parity consistent after an unclean stop, check counts what
+ * disagrees (md's mismatch_cnt), repair rewrites it.
+ */
+enum raid_sync_kind {
+	RAID_SYNC_NONE,
+	RAID_SYNC_RECOVERY,
+	RAID_SYNC_RESYNC,
+	RAID_SYNC_CHECK,
+	RAID_SYNC_REPAIR,
+};
+/* "recovery", "resync", "check", "repair" (the JSON names); NULL: none. */
+const char *raid_sync_kind_name(enum raid_sync_kind k);
+struct raid_sync_progress {
+	enum raid_sync_kind kind; /* RAID_SYNC_NONE: nothing running */
+	int member;		  /* the role being rebuilt, or -1 */
+	uint64_t done_bytes;	  /* of a member's data area */
+	uint64_t total_bytes;	  /* a member's data area */
+	uint64_t bytes_per_s;	  /* over the last few seconds */
+	uint64_t eta_s;
+};
+struct raid_check_report {
+	enum raid_sync_kind kind; /* check or repair; NONE: none finished */
+	uint64_t mismatch_cnt;	  /* sectors, as md's mismatch_cnt */
+	uint64_t finished;	  /* when, seconds since the epoch */
+};
+/* md's speed_limit_min and _max (KiB/s per member), their defaults. */
+#define RAID_SYNC_SPEED_MIN 1000
+#define RAID_SYNC_SPEED_MAX 200000
 struct raid_status {
 	enum raid_array_state state;
 	int level;
@@ -265,7 +299,12 @@ struct raid_status {
 	char reason[256];    /* why degraded or failed; "" when optimal */
 	unsigned nr_members; /* roles */
 	struct raid_member_status members[RAID_MAX_MEMBERS];
+	unsigned nr_spares; /* role: their index; state: spare */
+	struct raid_member_status spares[RAID_MAX_SPARES];
 	struct raid_req_stats io[RAID_REQ_KINDS];
+	struct raid_sync_progress progress;
+	struct raid_check_report last_check;
+	uint64_t speed_min, speed_max; /* KiB/s per member */
 };
 int raid_status(struct raid_array *a, struct raid_status *st);
 /* st as one JSON object, without a newline (docs/control.md); free() it. */
@@ -284,6 +323,31 @@ int raid_fail_member(struct raid_array *a, unsigned role, const char *why);
  * its file is closed and released.  -EBUSY while it is in sync.
  */
 int raid_remove_member(struct raid_array *a, unsigned role);
+/*
+ * mdadm --add: path becomes a spare of the array (md superblocks only):
+ * opened, claimed, checked against the members (same file, overlap, size:
+ * data offset + used size must fit), a spare's superblock written on it
+ * unless it carries one of this array as a spare already, then recorded
+ * in every member's role table.  If a role has no member (missing, or
+ * faulty: that one is removed first, as md) the spare takes it at once
+ * and recovery starts.  A member carrying another array's superblock (or
+ * a role in this one) only with force.  0, or -errno (logged): -EINVAL
+ * raw mode or no redundancy, -EEXIST a superblock in the way, -ENOSPC too
+ * small or too many spares, -EBUSY in use.
+ */
+int raid_add_member(struct raid_array *a, const char *path, bool force);
+
+/*
+ * md's sync_action "check" or "repair": start a scrub (0), or -EBUSY while
+ * a recovery or resync runs (they come first, as in md), -EALREADY while a
+ * scrub does.  raid_sync_stop stops a scrub (md's "idle"; a recovery or
+ * resync stops only when the array closes, and resumes at its checkpoint).
+ * raid_sync_speed sets md's speed_limit_min/_max in KiB/s per member
+ * (-EINVAL unless 0 < min <= max).
+ */
+int raid_sync_request(struct raid_array *a, enum raid_sync_kind kind);
+int raid_sync_stop(struct raid_array *a);
+int raid_sync_speed(struct raid_array *a, uint64_t min_kib, uint64_t max_kib);
 
 /* Log sink: every message of the core goes through here. */
 enum raid_log_level { RAID_LOG_ERROR, RAID_LOG_DEBUG };

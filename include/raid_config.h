@@ -6,7 +6,8 @@
  * given once, from one source: a key set both on the command line and in a
  * config file, or twice in either, is an error, never a silent override.
  * Members are the exception: `member` repeats, and its order is the role
- * (role 0, 1, 2, ...), but all members come from one source.
+ * (role 0, 1, 2, ...), but all members come from one source; `spare`
+ * repeats too.
  *
  * Every function returns 0 or -errno and reports the reason through the
  * log sink (src/log.h), naming the key and the source.
@@ -18,6 +19,7 @@
 #include <stdint.h>
 
 #define RAID_MAX_MEMBERS   64
+#define RAID_MAX_SPARES	   8 /* spare= and spares found among member= */
 #define RAID_MIN_CHUNK	   (4u << 10)
 #define RAID_MAX_CHUNK	   (16u << 20)
 #define RAID_DEFAULT_CHUNK (512u << 10)
@@ -68,6 +70,8 @@ struct raid_config {
 	char *name;	/* name= given: select members by it */
 	char **members; /* absolute paths, role order */
 	unsigned nr_members;
+	char **spares; /* spare=: absolute paths (md superblocks only) */
+	unsigned nr_spares;
 	struct raid_config_sources *sources; /* NULL until a key is set */
 };
 

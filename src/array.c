@@ -41,6 +41,7 @@
 #include "io/fault.h"
 #include "log.h"
 #include "member_overlap.h"
+#include "sync.h"
 #include "util.h"
 
 /* NBD block size limits (the protocol's, for NBD_INFO_BLOCK_SIZE). */
@@ -974,6 +975,7 @@ array_alignment(struct raid_array *a)
 static void
 array_free(struct raid_array *a)
 {
+	sync_free(a->sync);
 	range_lock_destroy(&a->write_lock);
 	stripe_locks_destroy(&a->stripe_locks);
 	pthread_mutex_destroy(&a->fail_lock);
@@ -1033,6 +1035,11 @@ array_create(const struct raid_config *cfg, struct raid_member *members,
 	range_lock_init(&a->write_lock);
 	stripe_locks_init(&a->stripe_locks);
 	pthread_mutex_init(&a->fail_lock, NULL);
+	a->sync = sync_new();
+	if (!a->sync) {
+		array_free(a);
+		return -ENOMEM;
+	}
 	for (unsigned i = 0; i < nr; i++) {
 		atomic_init(&members[i].next_read, UINT64_MAX);
 	}
@@ -1093,7 +1100,8 @@ start_degraded(struct raid_array *a, const struct raid_config *cfg,
 				: "a member was named for it");
 		return -EINVAL;
 	}
-	if (a->meta && a->meta->stay_dirty && a->layout->parity_member) {
+	if (a->meta && a->meta->resync_cp != MD_RESYNC_DONE &&
+	    a->layout->parity_member) {
 		if (!cfg->force) {
 			raid_error(
 				"the array is degraded and was not shut down cleanly: its parity may not match its data, and the missing member's data cannot be trusted (md: cannot start dirty degraded array); force=true starts it anyway");
@@ -1101,8 +1109,8 @@ start_degraded(struct raid_array *a, const struct raid_config *cfg,
 		}
 		raid_error(
 			"force=true: starting a dirty degraded array; parity that did not match its data gives wrong bytes for the missing member there");
-		a->meta->stay_dirty =
-			false; /* marked clean, as mdadm --force */
+		a->meta->resync_cp =
+			MD_RESYNC_DONE; /* marked clean, as mdadm --force */
 	}
 	for (unsigned r = 0; a->meta && r < a->nr_members; r++) {
 		if ((unrecorded >> r) & 1) {
@@ -1152,17 +1160,26 @@ open_md(const struct raid_config *cfg, struct raid_member *m, unsigned *nr,
 	eff.chunk_bytes = geo.chunk_bytes ? geo.chunk_bytes : cfg->chunk_bytes;
 	eff.member_size = geo.member_bytes;
 	eff.nr_members = *nr;
+	*out = NULL;
 	r = array_create(&eff, m, *nr, geo.data_offset, out);
 	if (r == 0) {
 		(*out)->meta = meta;
 		r = start_degraded(*out, cfg, meta->missing, meta->unrecorded);
-		if (r < 0) {
-			meta_free(meta);
+	}
+	if (r == 0 && !(*out)->layout->enough(&(*out)->g, array_lost(*out))) {
+		raid_error(
+			"a member being rebuilt holds data no other member has: the array cannot run");
+		r = -EINVAL;
+	}
+	if (r < 0) {
+		for (unsigned i = 0; i < meta->nr_spares; i++) {
+			member_close(&m[*nr + i]); /* the spares found */
+		}
+		meta_free(meta);
+		if (*out) {
 			array_free(*out);
 			*out = NULL;
 		}
-	} else {
-		meta_free(meta);
 	}
 	return r;
 }
@@ -1293,6 +1310,9 @@ raid_open(const struct raid_config *cfg, struct raid_array **out)
 		(*out)->owns_members = true;
 		r = fault_attach((*out)->members, (*out)->nr_members,
 				 cfg->faults, cfg->nr_faults);
+		if (r == 0) {
+			r = spares_start(*out, cfg);
+		}
 		if (r < 0) {
 			raid_close(*out);
 			*out = NULL;
@@ -1318,9 +1338,11 @@ raid_close(struct raid_array *a)
 		return;
 	}
 	control_close(a->control); /* no fail or remove from here on */
+	sync_stop(a);		   /* a pass keeps its checkpoint */
 	state_stop(a);
 	state_close(a);
 	if (a->owns_members) {
+		spares_close(a);
 		for (unsigned i = 0; i < a->nr_members; i++) {
 			member_close(&a->members[i]);
 		}

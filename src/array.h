@@ -2,18 +2,19 @@
  * array.h: the full struct raid_array.
  *
  * Locks (docs/locking.md lists them all):
- *   write_lock   only when some member is O_DIRECT (io_align > 1).  An
- *                unaligned write reads, patches and rewrites its edge
- *                blocks; it holds its blocks exclusive, so that no other
- *                write, zero or trim lands in them in between (a lost
- *                update).  Every other write, zero and trim holds its
- *                range shared.  First come, first served (range_lock.h):
- *                an unaligned write waits only for the overlapping writes
- *                that came before it.  Reads take nothing.
+ *   write_lock   byte ranges of the array.  Every write, zero and trim
+ *                holds its range shared; an unaligned write to O_DIRECT
+ *                members (it reads, patches and rewrites its edge blocks)
+ *                holds its blocks exclusive, so no other write lands in
+ *                them in between (a lost update); a read error's repair
+ *                holds its range exclusive, so no write lands between
+ *                reading the good bytes and rewriting them.  First come,
+ *                first served (range_lock.h).  Other reads take nothing.
  *   stripe_locks RAID 5: a stripe's data and parity (stripe_lock.h).
- *   fail_lock    member state changes (member.h: state), `broken` and
- *                `reason`; taken by the data path only when a member I/O
- *                has failed, and by the control calls.  Before meta->lock.
+ *   fail_lock    member state changes (member.h: state), `broken`,
+ *                `reason` and the spares; taken by the data path only
+ *                when a member I/O has failed, and by the control calls.
+ *                Before meta->lock (the spares change under both).
  * Everything else in the array is fixed after raid_open(); per-request
  * state (the batch, the bounce buffers, the io_uring ring) is per thread.
  */
@@ -74,8 +75,17 @@ struct raid_array {
 	struct {
 		atomic_uint_fast64_t requests, bytes, errors;
 	} io[RAID_REQ_KINDS];
+	/*
+	 * Spares (state spare), meta->nr_spares of them, their superblocks
+	 * in meta->spares (md superblocks only); the data path never sees
+	 * them.  A spare moves into a role's slot in members[] (spare.c).
+	 */
+	struct raid_member spares[RAID_MAX_SPARES];
+	bool open_direct; /* how members are opened: cfg->direct, cfg->io */
+	enum raid_io_mode open_io;
 	struct event_runner *events;	/* event=PROGRAM, or NULL */
 	struct control_server *control; /* control=PATH, or NULL */
+	struct sync_state *sync;	/* recovery, resync, scrub (sync.h) */
 };
 
 /*
@@ -86,11 +96,11 @@ void array_event(struct raid_array *a, const char *event, const char *member);
 
 /*
  * Write the superblocks of the live members (members whose role is in
- * sync or being rebuilt), events + 1, each with FUA; under meta->lock.
+ * sync or being rebuilt), events + step, each with FUA; under meta->lock.
  * *bad: the members whose write failed (for the caller to fail, after it
  * let go of meta->lock).  0, or the first failure's -errno.
  */
-int meta_commit(struct raid_array *a, uint64_t *bad);
+int meta_commit(struct raid_array *a, unsigned step, uint64_t *bad);
 
 /*
  * A member's I/O failed (or an operator says so): mark it faulty, record
@@ -104,6 +114,44 @@ int meta_commit(struct raid_array *a, uint64_t *bad);
 enum fail_cause { FAIL_READ, FAIL_WRITE, FAIL_OPERATOR };
 int array_fail(struct raid_array *a, unsigned role, const char *why,
 	       enum fail_cause cause);
+
+/*
+ * Spares (spare.c).  spares_start: at raid_open, after assembly: the
+ * spares found among the members kept (a->spares), then every spare= made
+ * one (spare_add), then a spare taken into a hole if there is one.
+ * array_take_spare: if a role has no usable member (missing, or faulty:
+ * removed first, as md's remove_and_add_spares) and there is a spare, it
+ * takes the role, state rebuilding from 0, recorded in the superblocks
+ * (role, recovery offset 0); then the recovery engine is woken
+ * (sync_kick).  1 taken, 0 nothing to do, -errno.  Takes fail_lock.
+ * array_recovery_done / array_checkpoint_recovery: the engine's calls
+ * (raid.h has none: they are the core's).
+ */
+int spares_start(struct raid_array *a, const struct raid_config *cfg);
+void spares_close(struct raid_array *a);
+int array_take_spare(struct raid_array *a);
+/*
+ * The rebuild of role reached the end: the member is in sync, its
+ * recovery offset dropped from its superblock, events move on on every
+ * member; "array optimal [UU..]" logged and event SpareActive.  0 or
+ * -errno (-EINVAL when role is not rebuilding).  Takes fail_lock.
+ */
+int array_recovery_done(struct raid_array *a, unsigned role);
+/*
+ * Checkpoint: role's superblock says rebuilt_bytes (whole sectors) are
+ * rebuilt (md's recovery_offset), written with every member's, events +1.
+ * The engine moves m->rebuilt itself.  0 or -errno.  Takes fail_lock.
+ */
+int array_checkpoint_recovery(struct raid_array *a, unsigned role,
+			      uint64_t rebuilt_bytes);
+/* Remove a faulty member from its role (raid_remove_member); fail_lock. */
+int remove_locked(struct raid_array *a, unsigned role);
+/* Fail role (array_fail's work); fail_lock held. */
+int fail_locked(struct raid_array *a, unsigned role, const char *why,
+		enum fail_cause cause);
+
+/* The array's state to the log, md's way: "degraded [U_UU]: why". */
+void array_log_state(struct raid_array *a);
 
 /* Has the array redundancy at all (can it lose any one member)? */
 bool array_redundant(const struct raid_array *a);

@@ -31,6 +31,7 @@
 #include "io/batch.h"
 #include "log.h"
 #include "metadata.h"
+#include "sync.h"
 
 #define STATE_IDLE_WAIT_NS (META_CLEAN_DELAY_NS) /* recheck while active */
 
@@ -98,8 +99,32 @@ bitmap_stale(struct raid_array *a)
 	return r;
 }
 
+/*
+ * The spares' superblocks follow the members' (md writes a spare's with
+ * every update).  One that cannot be written is only said: a spare's
+ * superblock behind the array's is still read as a spare.
+ */
+static void
+commit_spares(struct raid_array *a, uint64_t events)
+{
+	struct raid_meta *meta = a->meta;
+
+	for (unsigned i = 0; i < meta->nr_spares; i++) {
+		struct meta_member *mm = &meta->spares[i];
+		int r;
+
+		mm->sb.events = events;
+		mm->sb.utime = wall_seconds();
+		r = meta_write_one(&a->spares[i], mm);
+		if (r < 0) {
+			raid_error("spare %s: writing its superblock: %s",
+				   a->spares[i].path, strerror(-r));
+		}
+	}
+}
+
 int
-meta_commit(struct raid_array *a, uint64_t *bad)
+meta_commit(struct raid_array *a, unsigned step, uint64_t *bad)
 {
 	struct raid_meta *meta = a->meta;
 	uint64_t events = 0;
@@ -109,10 +134,11 @@ meta_commit(struct raid_array *a, uint64_t *bad)
 
 	*bad = 0;
 	for (unsigned i = 0; i < meta->nr; i++) {
-		if (sb_live(a, i) && meta->members[i].sb.events >= events) {
-			events = meta->members[i].sb.events + 1;
+		if (sb_live(a, i) && meta->members[i].sb.events > events) {
+			events = meta->members[i].sb.events;
 		}
 	}
+	events += step;
 	if (posix_memalign((void **)&bufs, IO_BUF_ALIGN,
 			   (size_t)meta->nr * MD_SB_BYTES) != 0) {
 		return -ENOMEM;
@@ -140,6 +166,9 @@ meta_commit(struct raid_array *a, uint64_t *bad)
 	}
 	batch_fini(&b);
 	free(bufs);
+	if (r == 0) {
+		commit_spares(a, events);
+	}
 	return r;
 }
 
@@ -155,10 +184,11 @@ mark(struct raid_array *a, bool active, uint64_t *bad)
 
 	*bad = 0;
 	for (unsigned i = 0; i < meta->nr && r == 0; i++) {
-		meta->members[i].sb.resync_offset = active ? 0 : MD_RESYNC_DONE;
+		meta->members[i].sb.resync_offset =
+			active ? 0 : meta->resync_cp;
 	}
 	if (r == 0) {
-		r = meta_commit(a, bad);
+		r = meta_commit(a, 1, bad);
 	}
 	if (r < 0) {
 		raid_error("marking the array %s in its superblocks failed: %s",
@@ -308,7 +338,7 @@ state_tick(struct raid_array *a, uint64_t now_ns)
 	struct raid_meta *meta = a->meta;
 	uint64_t due;
 
-	if (!meta || meta->stay_dirty || !atomic_load(&meta->dirty)) {
+	if (!meta || !atomic_load(&meta->dirty)) {
 		return 0;
 	}
 	due = atomic_load(&meta->last_write_ns) + META_CLEAN_DELAY_NS;
@@ -324,7 +354,7 @@ state_close(struct raid_array *a)
 {
 	struct raid_meta *meta = a->meta;
 
-	if (!meta || meta->stay_dirty) {
+	if (!meta) {
 		return 0;
 	}
 	return clean(a);
@@ -416,6 +446,9 @@ raid_start(struct raid_array *a)
 
 	if (r == 0 && a->events) {
 		r = events_start(a->events);
+	}
+	if (r == 0) {
+		r = sync_start(a);
 	}
 	if (r == 0 && a->control) {
 		r = control_start(a->control);

@@ -82,6 +82,14 @@ unit_places(struct raid_array *a, uint64_t u, struct unit *un)
 	}
 	un->n = a->layout->map(&a->g, u, un->locs);
 	un->fix_from = 0;
+	/* Online, on a degraded mirror: the copies left. */
+	for (unsigned i = 0, k = 0, n = un->n; i < n; i++) {
+		if (member_usable(&a->members[un->locs[i].member])) {
+			un->locs[k++] = un->locs[i];
+		} else {
+			un->n--;
+		}
+	}
 	/* A mirror's last chunk may be partial (size_unit). */
 	un->len = MIN(a->chunk_bytes, a->size - (u << a->g.chunk_shift));
 }
@@ -154,17 +162,21 @@ slice_fix(struct raid_array *a, struct batch *b, const struct unit *un,
 	return r;
 }
 
-/* Check (and repair) unit u: 1 consistent, 0 not (repaired), -errno. */
+/*
+ * Check (and repair) unit u: 1 consistent, 0 not (repaired), -errno.
+ * bad_bytes (or NULL): add the bytes of the slices that disagreed, every
+ * one of them (else a check stops at the first).
+ */
 static int
 unit_scrub(struct raid_array *a, struct batch *b, uint64_t u, bool repair,
-	   uint8_t **bufs, uint8_t *x)
+	   uint8_t **bufs, uint8_t *x, uint64_t *bad_bytes)
 {
 	struct unit un;
 	bool ok = true;
 	int r;
 
 	unit_places(a, u, &un);
-	if (unit_holes(a, &un)) {
+	if (un.n < 2 || unit_holes(a, &un)) {
 		return 1;
 	}
 	for (uint32_t in = 0; in < un.len; in += CHECK_SLICE) {
@@ -178,8 +190,14 @@ unit_scrub(struct raid_array *a, struct batch *b, uint64_t u, bool repair,
 			continue;
 		}
 		ok = false;
+		if (bad_bytes) {
+			*bad_bytes += len;
+		}
 		if (!repair) {
-			break;
+			if (!bad_bytes) {
+				break;
+			}
+			continue;
 		}
 		r = slice_fix(a, b, &un, bufs, x, in, len);
 		if (r < 0) {
@@ -221,7 +239,7 @@ scrub(struct raid_array *a, struct raid_check_result *res, bool repair,
 	batch_init(&b);
 	for (uint64_t u = 0; u < units; u++) {
 		r = unit_scrub(a, &b, u, repair, bufs,
-			       mem + (size_t)a->nr_members * slice);
+			       mem + (size_t)a->nr_members * slice, NULL);
 		if (r < 0) {
 			break;
 		}
@@ -250,4 +268,34 @@ raid_repair(struct raid_array *a, struct raid_check_result *res,
 	    raid_progress_fn progress, void *ctx)
 {
 	return scrub(a, res, true, progress, ctx);
+}
+
+uint64_t
+check_units(const struct raid_array *a)
+{
+	if (a->g.copies == 1 && !a->layout->stripe_pieces) {
+		return 0;
+	}
+	return a->layout->stripe_pieces ? a->g.member_chunks
+					: a->g.array_chunks;
+}
+
+int
+check_unit(struct raid_array *a, struct batch *b, uint64_t u, bool repair,
+	   uint8_t *mem, uint64_t *bad_bytes)
+{
+	uint32_t slice = MIN(CHECK_SLICE, a->chunk_bytes);
+	uint8_t *bufs[RAID_MAX_MEMBERS];
+
+	for (unsigned i = 0; i < a->nr_members; i++) {
+		bufs[i] = mem + (size_t)i * slice;
+	}
+	return unit_scrub(a, b, u, repair, bufs,
+			  mem + (size_t)a->nr_members * slice, bad_bytes);
+}
+
+size_t
+check_unit_mem(const struct raid_array *a)
+{
+	return (size_t)(a->nr_members + 1) * MIN(CHECK_SLICE, a->chunk_bytes);
 }

@@ -91,6 +91,33 @@ set_member(struct raid_config *c, const char *v)
 	return 0;
 }
 
+/* spare=PATH: a member kept for a role that loses its own. */
+static int
+set_spare(struct raid_config *c, const char *v)
+{
+	char **s;
+
+	if (c->nr_spares == RAID_MAX_SPARES) {
+		raid_error("spare '%s': at most %d spares", v, RAID_MAX_SPARES);
+		return -EINVAL;
+	}
+	if (!*v) {
+		raid_error("spare %u: empty path", c->nr_spares);
+		return -EINVAL;
+	}
+	s = realloc(c->spares, (c->nr_spares + 1) * sizeof(*s));
+	if (!s) {
+		return -ENOMEM;
+	}
+	c->spares = s;
+	s[c->nr_spares] = strdup(v);
+	if (!s[c->nr_spares]) {
+		return -ENOMEM;
+	}
+	c->nr_spares++;
+	return 0;
+}
+
 static int
 set_chunk(struct raid_config *c, const char *v)
 {
@@ -343,6 +370,10 @@ static const struct option options[] = {
 	  "A member file or block device; repeat.  With md\n"
 	  "superblocks any order, and PATH may be a glob\n"
 	  "(/dev/sd*) from which uuid= or name= selects." },
+	{ "spare", set_spare, true, "spare=PATH",
+	  "A spare for the md array; repeat.  It takes the place\n"
+	  "of a member that fails (a superblock is written on\n"
+	  "it if it has none: docs/degraded.md)." },
 	{ "uuid", set_uuid, false, "uuid=UUID",
 	  "Serve the members whose md superblocks carry this\n"
 	  "array UUID (mdadm's form: 4:4:4:4 hex)." },
@@ -476,6 +507,10 @@ raid_config_free(struct raid_config *c)
 		free(c->members[i]);
 	}
 	free(c->members);
+	for (unsigned i = 0; i < c->nr_spares; i++) {
+		free(c->spares[i]);
+	}
+	free(c->spares);
 	free(c->layout);
 	free(c->name);
 	free(c->control);
@@ -578,11 +613,11 @@ set_from_file(struct raid_config *c, const char *dir, const char *key,
 {
 	char path[PATH_MAX];
 
-	if (strcmp(key, "member") == 0 && value[0] != '/' &&
-	    strcmp(value, RAID_MEMBER_MISSING_NAME) != 0) {
+	if ((strcmp(key, "member") == 0 || strcmp(key, "spare") == 0) &&
+	    value[0] != '/' && strcmp(value, RAID_MEMBER_MISSING_NAME) != 0) {
 		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, value) >=
 		    sizeof(path)) {
-			raid_error("member '%s': path too long", value);
+			raid_error("%s '%s': path too long", key, value);
 			return -ENAMETOOLONG;
 		}
 		value = path;
@@ -678,6 +713,11 @@ raid_config_check(const struct raid_config *c)
 	}
 	/* A fault= value is refused now; its role once the roles are known. */
 	r = fault_check(c->faults, c->nr_faults);
+	if (r == 0 && c->nr_spares && c->metadata == RAID_META_NONE) {
+		raid_error(
+			"spare= needs md superblocks: with metadata=none there is nowhere to record a spare or the role it takes");
+		r = -EINVAL;
+	}
 	if (r == 0 && c->metadata == RAID_META_NONE) {
 		r = raid_config_check_raw(c);
 	}

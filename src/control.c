@@ -18,13 +18,17 @@
  *   {"command":"status"}             {"ok":true,"status":{...}}
  *   {"command":"fail","member":"1"}  {"ok":true,"role":1,"path":...}
  *   {"command":"remove",...}         {"ok":false,"error":"..."}
+ *   {"command":"add","member":PATH,"force":false}
+ *   {"command":"speed","min":KiB/s,"max":KiB/s}
+ *   {"command":"scrub","action":"check"|"repair"|"stop"}
  *
  * A bad line (not JSON, not an object, an unknown command, longer than
  * CONTROL_LINE_MAX) gets an error answer and the connection goes on.
  * Answers queue per client; a client that does not read them is not read
  * from past CONTROL_OUT_MAX, so it stalls only itself.  Requests run on
- * this thread one at a time: status is a few atomic loads, fail and remove
- * write superblocks, so no client waits long behind another.
+ * this thread one at a time: status is a few atomic loads, fail, remove
+ * and add write superblocks, scrub waits (SCRUB_SHOW_MS at most) until
+ * its pass shows in the status, so no client waits long behind another.
  *
  * control_close() wakes the thread through the eventfd, joins it, closes
  * the clients and removes the socket, if the path is still the socket it
@@ -43,6 +47,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <json.h>
@@ -56,6 +61,7 @@
 #define CONTROL_CLIENTS_MAX 16	      /* more wait in the listen backlog */
 #define CONTROL_OUT_MAX	    (1 << 20) /* answers queued before reading stops */
 #define CONTROL_BACKLOG	    16
+#define SCRUB_SHOW_MS	    5000 /* scrub answers once its pass shows */
 
 struct client {
 	int fd; /* -1: a free slot */
@@ -251,6 +257,187 @@ cmd_member(struct control_server *cs, struct client *c, const char *cmd,
 	answer(c, o);
 }
 
+/* The member an add took in: its role and state, or a spare. */
+static void
+answer_added(struct control_server *cs, struct client *c, const char *path)
+{
+	int role = raid_member_lookup(cs->a, path);
+	struct json_object *o = ok_object();
+	int state = role < 0 ? RAID_MEMBER_SPARE
+			     : atomic_load(&cs->a->members[role].state);
+
+	if (o) {
+		json_object_object_add(
+			o, "role", role < 0 ? NULL : json_object_new_int(role));
+		json_object_object_add(o, "path", json_object_new_string(path));
+		json_object_object_add(
+			o, "state",
+			json_object_new_string(raid_member_state_name(state)));
+	}
+	answer(c, o);
+}
+
+/* add: mdadm --add, a spare (or at once into a role with no member). */
+static void
+cmd_add(struct control_server *cs, struct client *c, struct json_object *req)
+{
+	struct json_object *m, *f;
+	bool force = false;
+	const char *path;
+	int r;
+
+	if (!json_object_object_get_ex(req, "member", &m) ||
+	    !json_object_is_type(m, json_type_string) ||
+	    json_object_get_string(m)[0] != '/') {
+		answer_error(c, "which member? {\"command\":\"add\","
+				"\"member\":ABSOLUTE-PATH}");
+		return;
+	}
+	if (json_object_object_get_ex(req, "force", &f)) {
+		force = json_object_get_boolean(f);
+	}
+	path = json_object_get_string(m);
+	raid_debug("control: add %s%s", path, force ? " (force)" : "");
+	r = raid_add_member(cs->a, path, force);
+	if (r < 0) {
+		answer_error(c, "add %s: %s (the server's log says why)", path,
+			     strerror(-r));
+		return;
+	}
+	answer_added(cs, c, path);
+}
+
+/* A number field of the request, > 0; false when it is not one. */
+static bool
+request_kib(struct json_object *req, const char *key, uint64_t *out)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(req, key, &v) ||
+	    !json_object_is_type(v, json_type_int) ||
+	    json_object_get_int64(v) <= 0) {
+		return false;
+	}
+	*out = (uint64_t)json_object_get_int64(v);
+	return true;
+}
+
+/* speed: md's speed_limit_min and _max, KiB/s per member. */
+static void
+cmd_speed(struct control_server *cs, struct client *c, struct json_object *req)
+{
+	struct json_object *o;
+	uint64_t min, max;
+	int r;
+
+	if (!request_kib(req, "min", &min) || !request_kib(req, "max", &max)) {
+		answer_error(c, "speed: want {\"command\":\"speed\","
+				"\"min\":KiB/s,\"max\":KiB/s}, both > 0");
+		return;
+	}
+	r = raid_sync_speed(cs->a, min, max);
+	if (r < 0) {
+		answer_error(c, "speed %llu %llu: %s%s",
+			     (unsigned long long)min, (unsigned long long)max,
+			     strerror(-r),
+			     r == -EINVAL ? ": min must not exceed max" : "");
+		return;
+	}
+	o = ok_object();
+	if (o) {
+		json_object_object_add(o, "min", json_object_new_uint64(min));
+		json_object_object_add(o, "max", json_object_new_uint64(max));
+	}
+	answer(c, o);
+}
+
+/* Has a scrub of kind shown: running, or finished since `since`? */
+static bool
+scrub_shows(struct raid_array *a, struct raid_status *st,
+	    enum raid_sync_kind kind, time_t since)
+{
+	raid_status(a, st);
+	return st->progress.kind == kind ||
+	       (st->last_check.kind == kind &&
+		st->last_check.finished >= (uint64_t)since);
+}
+
+/* The scrub's progress, once it shows (or the error that it did not). */
+static void
+answer_scrub(struct control_server *cs, struct client *c,
+	     enum raid_sync_kind kind, time_t since)
+{
+	struct raid_status *st = malloc(sizeof(*st));
+	struct json_object *o = NULL, *s = NULL, *p = NULL;
+	bool shown = false;
+
+	for (unsigned ms = 0; st && ms <= SCRUB_SHOW_MS && !shown; ms += 20) {
+		shown = scrub_shows(cs->a, st, kind, since);
+		if (!shown) {
+			nanosleep(&(struct timespec){ 0, 20000000 }, NULL);
+		}
+	}
+	if (st && !shown) {
+		answer_error(c,
+			     "%s started, but it did not show in the status "
+			     "within %d s",
+			     raid_sync_kind_name(kind), SCRUB_SHOW_MS / 1000);
+		free(st);
+		return;
+	}
+	s = st ? status_json_object(st) : NULL;
+	o = s ? ok_object() : NULL;
+	if (o && json_object_object_get_ex(s, "progress", &p)) {
+		json_object_object_add(o, "progress", json_object_get(p));
+	}
+	if (o && json_object_object_get_ex(s, "last_check", &p)) {
+		json_object_object_add(o, "last_check", json_object_get(p));
+	}
+	json_object_put(s);
+	free(st);
+	answer(c, o);
+}
+
+/* scrub: md's sync_action check, repair, or idle (stop). */
+static void
+cmd_scrub(struct control_server *cs, struct client *c, struct json_object *req)
+{
+	struct json_object *v;
+	enum raid_sync_kind kind = RAID_SYNC_NONE;
+	const char *action = "";
+	time_t since = time(NULL);
+	int r;
+
+	if (json_object_object_get_ex(req, "action", &v) &&
+	    json_object_is_type(v, json_type_string)) {
+		action = json_object_get_string(v);
+	}
+	if (strcmp(action, "check") == 0) {
+		kind = RAID_SYNC_CHECK;
+	} else if (strcmp(action, "repair") == 0) {
+		kind = RAID_SYNC_REPAIR;
+	} else if (strcmp(action, "stop") != 0) {
+		answer_error(c, "scrub: want {\"command\":\"scrub\","
+				"\"action\":\"check\"|\"repair\"|\"stop\"}");
+		return;
+	}
+	r = kind == RAID_SYNC_NONE ? raid_sync_stop(cs->a)
+				   : raid_sync_request(cs->a, kind);
+	if (r < 0) {
+		answer_error(c, "scrub %s: %s%s", action, strerror(-r),
+			     r == -EBUSY ? ": a recovery or resync runs, and "
+					   "it comes first"
+			     : r == -EALREADY ? ": a scrub runs already"
+					      : "");
+		return;
+	}
+	if (kind == RAID_SYNC_NONE) {
+		answer(c, ok_object());
+		return;
+	}
+	answer_scrub(cs, c, kind, since);
+}
+
 /*
  * Parse a request line: one JSON value, blanks around it allowed.  NULL
  * with *why set when it is not.
@@ -312,7 +499,8 @@ handle_line(struct control_server *cs, struct client *c, const char *line,
 	    !json_object_object_get_ex(req, "command", &cmd) ||
 	    !json_object_is_type(cmd, json_type_string)) {
 		answer_error(c, "bad request: want {\"command\":\"status\"|"
-				"\"fail\"|\"remove\", ...}");
+				"\"fail\"|\"remove\"|\"add\"|\"speed\"|"
+				"\"scrub\", ...}");
 		json_object_put(req);
 		return;
 	}
@@ -321,8 +509,16 @@ handle_line(struct control_server *cs, struct client *c, const char *line,
 		cmd_status(cs, c);
 	} else if (strcmp(name, "fail") == 0 || strcmp(name, "remove") == 0) {
 		cmd_member(cs, c, name, req);
+	} else if (strcmp(name, "add") == 0) {
+		cmd_add(cs, c, req);
+	} else if (strcmp(name, "speed") == 0) {
+		cmd_speed(cs, c, req);
+	} else if (strcmp(name, "scrub") == 0) {
+		cmd_scrub(cs, c, req);
 	} else {
-		answer_error(c, "unknown command '%s' (status, fail, remove)",
+		answer_error(c,
+			     "unknown command '%s' (status, fail, remove, add, "
+			     "speed, scrub)",
 			     name);
 	}
 	json_object_put(req);

@@ -9,15 +9,19 @@
  * state becomes faulty (the data path stops issuing I/O to it from that
  * moment: batch_run checks every request's member), then its entry in the
  * role table of every other member's superblock becomes md's faulty role
- * and events move on, written with FUA, before array_fail returns, so
- * before the request that saw the error is answered.  A member whose
- * superblock write fails then is failed the same way.
+ * and events move on by 2 (md's two updates: see record()), written with
+ * FUA, before array_fail returns, so before the request that saw the
+ * error is answered.  A member whose superblock write fails then is
+ * failed the same way.
  *
  * When the member holds the last copy of some data it is not failed (md
  * does the same with a mirror's last device): the request gets EIO, and
  * after a write error a redundant array stops taking writes (md's
  * MD_BROKEN), since its copies or parity could no longer be kept
  * consistent.  Reads go on where the data is reachable.
+ *
+ * A failure, once recorded, lets a spare take the role (spare.c:
+ * array_take_spare, as md starts recovery onto a spare by itself).
  *
  * Removal (mdadm --remove) takes a faulty member out of its role: the
  * role becomes missing, its table entry md's removed (spare) value, and
@@ -58,9 +62,8 @@ state_map(const struct raid_array *a, char *buf)
 	buf[i] = '\0';
 }
 
-/* The array's state to the log, md's way: "degraded [U_UU]: why". */
-static void
-log_state(struct raid_array *a)
+void
+array_log_state(struct raid_array *a)
 {
 	enum raid_array_state s = array_state_now(a);
 	char map[RAID_MAX_MEMBERS + 1];
@@ -72,9 +75,6 @@ log_state(struct raid_array *a)
 }
 
 /* Record role's new table entry in the others' superblocks; fail_lock. */
-static int fail_locked(struct raid_array *a, unsigned role, const char *why,
-		       enum fail_cause cause);
-
 static int
 record(struct raid_array *a, unsigned role, uint16_t value)
 {
@@ -86,7 +86,17 @@ record(struct raid_array *a, unsigned role, uint16_t value)
 	}
 	pthread_mutex_lock(&a->meta->lock);
 	meta_set_role(a->meta, role, value);
-	r = meta_commit(a, &bad);
+	/*
+	 * A failure moves events on by 2, as md's two updates do (the failure,
+	 * then the member leaving the personality: remove_and_add_spares).
+	 * Its own superblock, never written again, is then more than one
+	 * event behind: stale by the events alone.  One behind is within the
+	 * margin md and mdadm give a member that merely missed the last
+	 * update: mdadm would count it working ("seems ok"), take it back with
+	 * --force, and only a kernel that reads its role from the freshest
+	 * superblock would keep it out.
+	 */
+	r = meta_commit(a, value == MD_ROLE_FAULTY ? 2 : 1, &bad);
 	pthread_mutex_unlock(&a->meta->lock);
 	if (r < 0 && !bad) {
 		raid_error("recording member %u's state in the superblocks: %s",
@@ -115,11 +125,11 @@ set_broken(struct raid_array *a, unsigned role, const char *why)
 		a->reason, sizeof(a->reason),
 		"member %u (%s): %s, and it holds the last copy of some data: writes are refused",
 		role, a->members[role].path, why);
-	log_state(a);
+	array_log_state(a);
 	array_event(a, "ArrayFailed", a->members[role].path);
 }
 
-static int
+int
 fail_locked(struct raid_array *a, unsigned role, const char *why,
 	    enum fail_cause cause)
 {
@@ -145,7 +155,7 @@ fail_locked(struct raid_array *a, unsigned role, const char *why,
 			 "member %u (%s) is faulty: %s", role, m->path, why);
 	}
 	r = record(a, role, MD_ROLE_FAULTY);
-	log_state(a);
+	array_log_state(a);
 	if (!a->meta) {
 		raid_error(
 			"no superblocks record this failure: leave member %u (%s) out when starting the array again (member=missing)",
@@ -164,6 +174,9 @@ array_fail(struct raid_array *a, unsigned role, const char *why,
 	pthread_mutex_lock(&a->fail_lock);
 	r = fail_locked(a, role, why, cause);
 	pthread_mutex_unlock(&a->fail_lock);
+	if (r == 0) {
+		array_take_spare(a); /* md starts recovery onto a spare */
+	}
 	return r;
 }
 
@@ -188,6 +201,9 @@ raid_fail_member(struct raid_array *a, unsigned role, const char *why)
 			"member %u (%s) holds the last copy of some data: not failed",
 			role, a->members[role].path);
 	}
+	if (r == 0) {
+		array_take_spare(a);
+	}
 	return r;
 }
 
@@ -205,44 +221,49 @@ drain(struct raid_member *m)
 }
 
 int
+remove_locked(struct raid_array *a, unsigned role)
+{
+	struct raid_member *m = &a->members[role];
+	int s = atomic_load(&m->state), r = 0;
+
+	if (s == RAID_MEMBER_MISSING) {
+		return -ENOENT;
+	}
+	if (s == RAID_MEMBER_IN_SYNC || s == RAID_MEMBER_REBUILDING) {
+		raid_error("member %u (%s) is %s: fail it first (nbdraid fail)",
+			   role, m->path, raid_member_state_name(s));
+		return -EBUSY;
+	}
+	atomic_store(&m->state, RAID_MEMBER_MISSING);
+	r = drain(m);
+	if (r < 0) {
+		atomic_store(&m->state, s);
+		raid_error("member %u (%s): I/O still in flight", role,
+			   m->path);
+		return r;
+	}
+	r = record(a, role, MD_ROLE_SPARE);
+	if (m->fd >= 0) {
+		close(m->fd); /* and with it, the claim */
+		m->fd = -1;
+	}
+	snprintf(a->reason, sizeof(a->reason), "member %u (%s) was removed",
+		 role, m->path);
+	array_log_state(a);
+	array_event(a, "MemberRemoved", m->path);
+	return r;
+}
+
+int
 raid_remove_member(struct raid_array *a, unsigned role)
 {
-	struct raid_member *m;
-	int r = 0, s;
+	int r;
 
 	if (role >= a->nr_members) {
 		return -ENOENT;
 	}
-	m = &a->members[role];
 	pthread_mutex_lock(&a->fail_lock);
-	s = atomic_load(&m->state);
-	if (s == RAID_MEMBER_MISSING) {
-		r = -ENOENT;
-	} else if (s == RAID_MEMBER_IN_SYNC || s == RAID_MEMBER_REBUILDING) {
-		raid_error("member %u (%s) is %s: fail it first (nbdraid fail)",
-			   role, m->path, raid_member_state_name(s));
-		r = -EBUSY;
-	}
-	if (r == 0) {
-		atomic_store(&m->state, RAID_MEMBER_MISSING);
-		r = drain(m);
-		if (r < 0) {
-			atomic_store(&m->state, s);
-			raid_error("member %u (%s): I/O still in flight", role,
-				   m->path);
-		}
-	}
-	if (r == 0) {
-		r = record(a, role, MD_ROLE_SPARE);
-		if (m->fd >= 0) {
-			close(m->fd); /* and with it, the claim */
-			m->fd = -1;
-		}
-		snprintf(a->reason, sizeof(a->reason),
-			 "member %u (%s) was removed", role, m->path);
-		log_state(a);
-		array_event(a, "MemberRemoved", m->path);
-	}
+	r = remove_locked(a, role);
 	pthread_mutex_unlock(&a->fail_lock);
 	return r;
 }

@@ -23,6 +23,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "io/fault.h"
@@ -152,6 +153,38 @@ lock_file(struct raid_member *m)
 	return fcntl(m->fd, F_OFD_SETLK, &fl) == 0 ? 0 : -errno;
 }
 
+#define CLAIM_WAIT_MS 1000 /* for a killed holder's files to be let go */
+#define CLAIM_POLL_MS 10
+
+static bool
+claim_busy(const struct raid_member *m, int r)
+{
+	return m->is_blk ? r == -EBUSY : r == -EAGAIN || r == -EACCES;
+}
+
+/*
+ * Take the claim, trying again for up to CLAIM_WAIT_MS while another
+ * holds it: an nbdraid killed (kill -9) while its io_uring had member I/O
+ * in flight keeps its files, and with them their lock or O_EXCL claim,
+ * until the kernel has finished that I/O, a few ms after the process is
+ * gone; restarted at once, it would find its members "in use".
+ */
+static int
+claim_wait(struct raid_member *m)
+{
+	const struct timespec poll = { 0, CLAIM_POLL_MS * 1000000L };
+	int r;
+
+	for (unsigned ms = 0;; ms += CLAIM_POLL_MS) {
+		r = m->is_blk ? claim_blk(m) : lock_file(m);
+		if (!claim_busy(m, r) || ms >= CLAIM_WAIT_MS) {
+			break;
+		}
+		nanosleep(&poll, NULL);
+	}
+	return r;
+}
+
 int
 member_claim(struct raid_member *m)
 {
@@ -164,7 +197,7 @@ member_claim(struct raid_member *m)
 	if (m->fd < 0 || m->claimed || m->read_only) {
 		return 0;
 	}
-	r = m->is_blk ? claim_blk(m) : lock_file(m);
+	r = claim_wait(m);
 	m->claimed = r == 0;
 	if (r == -EBUSY && m->is_blk) {
 		raid_error(

@@ -43,6 +43,13 @@ struct raid_member {
 	struct fault *fault; /* fault= rules (io/fault.h), or NULL */
 
 	atomic_int state; /* enum raid_member_state */
+	/*
+	 * Rebuilding: bytes of the data area rebuilt so far, from its start
+	 * (md's recovery_offset, in bytes; whole chunks until the end): reads
+	 * may use the member below it, never above.  Only recovery moves it,
+	 * after the bytes are on the member.
+	 */
+	atomic_uint_fast64_t rebuilt;
 	/* For status (and md's cnt_corrected_read, kept in the superblock). */
 	atomic_uint_fast64_t read_errors;
 	atomic_uint_fast64_t write_errors;
@@ -95,9 +102,11 @@ int member_missing(struct raid_member *m, unsigned role, const char *path);
  * Keep others off the member while it is ours to write: an OFD lock on a
  * file, O_EXCL on a block device.  Two nbdraid never serve or create over
  * one member at once, nor over a device that is mounted or in a running md
- * array.  A member opened only to read is not claimed.  0, or -EBUSY
- * (logged, naming the member) or another -errno.  Called once the members
- * are known not to overlap (two of ours would refuse each other).
+ * array.  A member opened only to read is not claimed.  A claim someone
+ * holds is tried again for a second (a killed nbdraid's files outlive it
+ * while the kernel finishes its I/O).  0, or -EBUSY (logged, naming the
+ * member) or another -errno.  Called once the members are known not to
+ * overlap (two of ours would refuse each other).
  */
 int member_claim(struct raid_member *m);
 

@@ -16,12 +16,12 @@
  *      the freshest (highest events) active member: level, layout,
  *      chunk, raid_disks, size, ctime ("doesn't match others");
  *   3. feature bits: unknown ones, and known ones nbdraid cannot honour,
- *      refused by name; a member being rebuilt (recovery_offset) counts
- *      as missing;
+ *      refused by name; a member being rebuilt (recovery_offset) takes
+ *      its role as rebuilding, from that offset (md resumes there);
  *   4. roles from the freshest superblock's table, indexed by each
  *      member's dev_number; a member more than one event behind is stale
  *      and left out (force=true takes it back, as mdadm --force); spares
- *      are left out; two members claiming one role are refused;
+ *      are kept as spares; two members claiming one role are refused;
  *   5. a role with no member (failed, removed, stale, not given or not
  *      opened) is missing: array.c decides whether the array may start
  *      degraded (enough members, degraded=ok, dirty and degraded);
@@ -173,6 +173,21 @@ meta_write(struct raid_member *members, const struct meta_member *mm,
 	}
 	batch_fini(&b);
 	free(bufs);
+	return r;
+}
+
+int
+meta_write_one(struct raid_member *m, const struct meta_member *mm)
+{
+	void *buf = sb_buffer();
+	int r;
+
+	if (!buf) {
+		return -ENOMEM;
+	}
+	md_sb_encode(&mm->sb, buf);
+	r = sb_io(m, IO_WRITE, buf, mm->sb_sector);
+	free(buf);
 	return r;
 }
 
@@ -415,9 +430,8 @@ assign_roles(struct assembly *as, int *by_role)
 				(unsigned long long)fresh->events);
 			continue;
 		case FOUND_SPARE:
-			raid_debug(
-				"member %s: a spare (role %#x); left out: nbdraid does not use spares yet",
-				as->m[i].path, f->role);
+			raid_debug("member %s: a spare (role %#x)",
+				   as->m[i].path, f->role);
 			continue;
 		case FOUND_STALE:
 			raid_error(
@@ -428,10 +442,10 @@ assign_roles(struct assembly *as, int *by_role)
 			continue;
 		case FOUND_REBUILDING:
 			raid_error(
-				"member %s: role %u was being rebuilt (recovery offset %llu): left out",
+				"member %s: role %u was being rebuilt (recovery offset %llu sectors): recovery resumes there",
 				as->m[i].path, f->role,
 				(unsigned long long)f->mm.sb.recovery_offset);
-			continue;
+			break;
 		case FOUND_ACTIVE:
 			break;
 		}
@@ -582,15 +596,31 @@ geometry_sizes(struct assembly *as, const int *by_role,
 		     geo->member_bytes, " bytes");
 }
 
+/* A member being rebuilt: from its recovery offset, in whole chunks. */
+static void
+resume_rebuild(struct raid_member *m, const struct md_sb *sb, uint64_t chunk,
+	       uint64_t member_bytes)
+{
+	uint64_t at =
+		MIN(sb->recovery_offset, member_bytes / RAID_SECTOR_BYTES);
+
+	at = ROUND_DOWN(at * RAID_SECTOR_BYTES, chunk);
+	atomic_store(&m->rebuilt, at);
+	atomic_store(&m->state, RAID_MEMBER_REBUILDING);
+}
+
 /*
  * Put the members in role order, a member of no file in each missing role
- * (state missing); the ones left out go after them, closed (each member
- * stays in the array once, so its owner can free them all).
+ * (state missing); then the spares, open, their superblocks kept; the
+ * ones left out go after them, closed (each member stays in the array
+ * once, so its owner can free them all).
  */
 static int
 reorder(struct assembly *as, const int *by_role, unsigned roles,
-	struct meta_member *keep)
+	struct raid_meta *meta, const struct meta_geometry *geo)
 {
+	uint64_t chunk =
+		geo->chunk_bytes ? geo->chunk_bytes : as->cfg->chunk_bytes;
 	unsigned used = 0, tail = roles, total;
 	struct raid_member *sorted;
 
@@ -614,13 +644,33 @@ reorder(struct assembly *as, const int *by_role, unsigned roles,
 			atomic_init(&sorted[r].state, RAID_MEMBER_MISSING);
 		} else {
 			sorted[r] = as->m[by_role[r]];
-			keep[r] = as->f[by_role[r]].mm;
-			keep[r].present = true;
+			meta->members[r] = as->f[by_role[r]].mm;
+			meta->members[r].present = true;
+		}
+		if (by_role[r] >= 0 &&
+		    as->f[by_role[r]].as == FOUND_REBUILDING) {
+			resume_rebuild(&sorted[r], &meta->members[r].sb, chunk,
+				       geo->member_bytes);
+			meta->rebuilding |= 1ull << r;
 		}
 		sorted[r].role = r;
 	}
 	for (unsigned i = 0; i < as->nr; i++) {
-		bool in = false;
+		if (as->f[i].as != FOUND_SPARE) {
+			continue;
+		}
+		if (meta->nr_spares == RAID_MAX_SPARES) {
+			raid_error(
+				"member %s: a spare, but nbdraid keeps at most %d: left out",
+				as->m[i].path, RAID_MAX_SPARES);
+			as->f[i].as = FOUND_ABSENT;
+			continue;
+		}
+		meta->spares[meta->nr_spares++] = as->f[i].mm;
+		sorted[tail++] = as->m[i];
+	}
+	for (unsigned i = 0; i < as->nr; i++) {
+		bool in = as->f[i].as == FOUND_SPARE;
 
 		for (unsigned r = 0; r < roles; r++) {
 			in |= by_role[r] == (int)i;
@@ -725,19 +775,19 @@ meta_assemble(const struct raid_config *cfg, struct raid_member *m,
 				meta->role_dev[fresh->dev_roles[d]] = d;
 			}
 		}
-		meta->stay_dirty = fresh->resync_offset != MD_RESYNC_DONE;
-		atomic_init(&meta->dirty, meta->stay_dirty);
+		meta->resync_cp = fresh->resync_offset;
+		atomic_init(&meta->dirty, meta->resync_cp != MD_RESYNC_DONE);
 		find_missing(&as, by_role, &meta->missing, &meta->unrecorded);
-		r = reorder(&as, by_role, fresh->raid_disks, meta->members);
+		r = reorder(&as, by_role, fresh->raid_disks, meta, geo);
 	}
 	if (r < 0) {
 		meta_free(meta);
 	} else {
 		*nr = as.nr;
 		*out = meta;
-		if (meta->stay_dirty) {
+		if (meta->resync_cp != MD_RESYNC_DONE) {
 			raid_error(
-				"array %s (%s) was not shut down cleanly (resync offset %llu): it stays marked for the resync md would run",
+				"array %s (%s) was not shut down cleanly (resync offset %llu): it is resynced from there",
 				uuid_str(fresh->set_uuid, (char[40]){ 0 }),
 				fresh->set_name,
 				(unsigned long long)fresh->resync_offset);
@@ -826,8 +876,68 @@ selected(const struct raid_config *cfg, const char *path)
 	return yes;
 }
 
+static int meta_select_members(const struct raid_config *cfg, char ***paths,
+			       unsigned *n);
+
+/* path's md superblock into *sb: true when it has one. */
+static bool
+read_sb(const char *path, struct md_sb *sb)
+{
+	static _Thread_local struct meta_member mm;
+	struct raid_member m;
+	char why[160];
+	bool yes;
+
+	if (member_open(&m, 0, path, false, true, RAID_IO_PSYNC) < 0) {
+		return false;
+	}
+	yes = meta_read(&m, &mm, why, sizeof(why)) == 0;
+	member_close(&m);
+	if (yes) {
+		*sb = mm.sb;
+	}
+	return yes;
+}
+
+/*
+ * A spare= that has taken a role since (it was rebuilt into it, or is
+ * being rebuilt) is a member now: md assembles every device alike, so a
+ * restart with the same settings must find it.  Add the spares whose
+ * superblock is of the members' array and names a role of their own.
+ */
+static int
+add_spares_in_roles(const struct raid_config *cfg, char ***paths, unsigned *n)
+{
+	static _Thread_local struct md_sb ref, sb;
+	bool have_ref = false;
+	int r = 0;
+
+	for (unsigned i = 0; i < *n && !have_ref; i++) {
+		have_ref = read_sb((*paths)[i], &ref);
+	}
+	for (unsigned i = 0; have_ref && i < cfg->nr_spares && r == 0; i++) {
+		if (read_sb(cfg->spares[i], &sb) &&
+		    memcmp(sb.set_uuid, ref.set_uuid, 16) == 0 &&
+		    md_sb_role(&sb) < sb.raid_disks) {
+			r = add_path(paths, n, cfg->spares[i]);
+		}
+	}
+	return r;
+}
+
 int
 meta_select(const struct raid_config *cfg, char ***paths, unsigned *n)
+{
+	int r = meta_select_members(cfg, paths, n);
+
+	if (r == 0 && cfg->metadata != RAID_META_NONE && cfg->nr_spares) {
+		r = add_spares_in_roles(cfg, paths, n);
+	}
+	return r;
+}
+
+static int
+meta_select_members(const struct raid_config *cfg, char ***paths, unsigned *n)
 {
 	char **all = NULL, u[40];
 	unsigned nall = 0;
@@ -864,18 +974,63 @@ meta_select(const struct raid_config *cfg, char ***paths, unsigned *n)
 	return r;
 }
 
+/* Every superblock copy kept: the roles' (present ones) and the spares'. */
+static struct md_sb *
+meta_copy(struct raid_meta *meta, unsigned i)
+{
+	if (i < meta->nr) {
+		return meta->members[i].present ? &meta->members[i].sb : NULL;
+	}
+	return &meta->spares[i - meta->nr].sb;
+}
+
+int
+meta_set_dev(struct raid_meta *meta, uint32_t dev, uint16_t value)
+{
+	if (dev >= MD_MAX_DEV_LIMIT) {
+		return -ENOSPC;
+	}
+	for (unsigned i = 0; i < meta->nr + meta->nr_spares; i++) {
+		struct md_sb *sb = meta_copy(meta, i);
+
+		if (!sb) {
+			continue;
+		}
+		while (sb->max_dev <= dev) {
+			sb->dev_roles[sb->max_dev++] = MD_ROLE_SPARE;
+		}
+		sb->dev_roles[dev] = value;
+	}
+	return 0;
+}
+
 void
 meta_set_role(struct raid_meta *meta, unsigned role, uint16_t value)
 {
 	uint32_t dev = meta->role_dev[role];
 
-	for (unsigned i = 0; i < meta->nr && dev != UINT32_MAX; i++) {
-		struct md_sb *sb = &meta->members[i].sb;
+	for (unsigned i = 0; i < meta->nr + meta->nr_spares; i++) {
+		struct md_sb *sb = meta_copy(meta, i);
 
-		if (meta->members[i].present && dev < sb->max_dev) {
+		if (sb && dev < sb->max_dev) {
 			sb->dev_roles[dev] = value;
 		}
 	}
+}
+
+const struct md_sb *
+meta_freshest(const struct raid_meta *meta)
+{
+	const struct md_sb *ref = NULL;
+
+	for (unsigned i = 0; meta && i < meta->nr; i++) {
+		const struct meta_member *mm = &meta->members[i];
+
+		if (mm->present && (!ref || mm->sb.events > ref->events)) {
+			ref = &mm->sb;
+		}
+	}
+	return ref;
 }
 
 /* ---- status ------------------------------------------------------------ */
@@ -883,19 +1038,8 @@ meta_set_role(struct raid_meta *meta, unsigned role, uint16_t value)
 void
 meta_status(const struct raid_meta *meta, struct raid_status *st)
 {
-	const struct md_sb *ref = NULL;
+	const struct md_sb *ref = meta_freshest(meta);
 
-	if (!meta) {
-		return;
-	}
-	/* The freshest copy kept: a failed member's is never updated. */
-	for (unsigned i = 0; i < meta->nr; i++) {
-		const struct meta_member *mm = &meta->members[i];
-
-		if (mm->present && (!ref || mm->sb.events > ref->events)) {
-			ref = &mm->sb;
-		}
-	}
 	if (!ref) {
 		return;
 	}

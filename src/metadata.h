@@ -59,9 +59,28 @@ struct raid_meta {
 	/* At assembly: the roles with no member, and of those the ones the
 	 * role tables still count in sync (not recorded failed or removed). */
 	uint64_t missing, unrecorded;
+	/* At assembly: the roles whose member was being rebuilt (feature
+	 * 0x2): taken in as rebuilding, from their recovery offset. */
+	uint64_t rebuilding;
+	/*
+	 * The spares' superblocks (md's role 0xffff), in the order of the
+	 * array's spares[] (array.h), nr_spares of them: written with every
+	 * update, as md writes a spare's.  The list changes under the array's
+	 * fail_lock and this lock; meta_assemble leaves the spares it found
+	 * open after the roles in m, in this order.
+	 */
+	struct meta_member spares[RAID_MAX_SPARES];
+	unsigned nr_spares;
 	bool bitmap;	   /* md's internal bitmap: marked stale */
 	bool bitmap_stale; /* ...already, on every member */
-	bool stay_dirty;   /* found active: never marked clean */
+	/*
+	 * md's recovery_cp, in sectors (member sectors; RAID 10: array
+	 * sectors): the resync owed from there on, MD_RESYNC_DONE when none.
+	 * Found in resync_offset (0 after a crash); moved on by the resync
+	 * pass; written as resync_offset whenever the array is marked clean,
+	 * so a clean mark never erases a resync still owed.  Under lock.
+	 */
+	uint64_t resync_cp;
 	/*
 	 * dirty (resync_offset 0 on disk) and writes (write-class requests
 	 * in flight) are read without the lock, in a Dekker pair: a writer
@@ -87,8 +106,11 @@ struct meta_geometry {
  * Read the members' superblocks and assemble.  Members that could not be
  * opened are given with state missing.  On success the members are in
  * role order, *nr of them (the array's roles: a role with no member gets
- * one of state missing; spares, stale and failed members are left out and
- * closed, after them; m has room for cap), *geo holds the geometry and
+ * one of state missing; a member being rebuilt is in its role, state
+ * rebuilding, `rebuilt` its recovery offset (whole chunks of chunk_bytes,
+ * or of cfg->chunk_bytes without one); then the spares, open (their
+ * superblocks in (*meta)->spares); stale and failed members are left out
+ * and closed, after them; m has room for cap), *geo holds the geometry and
  * *meta the state (free it with meta_free).  -ENOENT: no member has an md
  * superblock (raw mode may serve them).  Any other refusal is logged naming the
  * member and the reason.  Settings given in cfg must agree with the
@@ -109,6 +131,8 @@ int meta_read(struct raid_member *m, struct meta_member *out, char *why,
 /* Write sbs[i] to members[i] at sectors[i], all with FUA; 0 or -errno. */
 int meta_write(struct raid_member *members, const struct meta_member *mm,
 	       unsigned nr);
+/* Write one superblock, outside the data path's batch (a spare's). */
+int meta_write_one(struct raid_member *m, const struct meta_member *mm);
 
 /*
  * The member paths to open: every member= expanded as a glob (a path with
@@ -125,6 +149,11 @@ void meta_free_paths(char **paths, unsigned n);
  * removed one); under meta->lock, written by the next commit.
  */
 void meta_set_role(struct raid_meta *meta, unsigned role, uint16_t value);
+/* The same by dev_number (every copy, spares' too): max_dev grows to
+ * hold dev (new entries md's spare value); -ENOSPC past MD_MAX_DEV_LIMIT. */
+int meta_set_dev(struct raid_meta *meta, uint32_t dev, uint16_t value);
+/* The freshest superblock kept (a failed member's is never updated). */
+const struct md_sb *meta_freshest(const struct raid_meta *meta);
 
 /* The identity and state for raid_status (nothing in raw mode). */
 void meta_status(const struct raid_meta *meta, struct raid_status *st);

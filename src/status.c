@@ -15,6 +15,7 @@
 #include "array.h"
 #include "events.h"
 #include "log.h"
+#include "sync.h"
 #include "util.h"
 
 static const char *const member_states[] = {
@@ -111,6 +112,7 @@ raid_status(struct raid_array *a, struct raid_status *st)
 		ms->write_errors = atomic_load(&m->write_errors);
 		ms->corrected_reads = atomic_load(&m->corrected_reads);
 	}
+	sync_status(a, st);
 	for (unsigned k = 0; k < RAID_REQ_KINDS; k++) {
 		st->io[k].requests = atomic_load(&a->io[k].requests);
 		st->io[k].bytes = atomic_load(&a->io[k].bytes);
@@ -119,6 +121,14 @@ raid_status(struct raid_array *a, struct raid_status *st)
 	pthread_mutex_lock(&a->fail_lock);
 	if (st->state != RAID_ARRAY_OPTIMAL) {
 		snprintf(st->reason, sizeof(st->reason), "%s", a->reason);
+	}
+	st->nr_spares = a->meta ? a->meta->nr_spares : 0;
+	for (unsigned i = 0; i < st->nr_spares; i++) {
+		st->spares[i] = (struct raid_member_status){
+			.role = i,
+			.path = a->spares[i].path,
+			.state = RAID_MEMBER_SPARE,
+		};
 	}
 	pthread_mutex_unlock(&a->fail_lock);
 	meta_status(a->meta, st);

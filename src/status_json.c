@@ -7,12 +7,20 @@
  *    "clean": true, "reason": "member 1 (/srv/b.img) failed: ...",
  *    "members": [{"role": 0, "path": "/srv/a.img", "state": "in_sync",
  *                 "read_errors": 0, "write_errors": 0,
- *                 "corrected_reads": 0}, ...],
- *    "io": {"read": {"requests": 3, "bytes": 12288, "errors": 0}, ...}}
+ *                 "corrected_reads": 0}, ...,
+ *                {"role": null, "path": "/srv/s.img", "state": "spare",
+ *                 ...}],
+ *    "io": {"read": {"requests": 3, "bytes": 12288, "errors": 0}, ...},
+ *    "progress": {"kind": "recovery", "member": 1, "done_bytes": ...,
+ *                 "total_bytes": ..., "bytes_per_s": ..., "eta_s": ...},
+ *    "last_check": {"kind": "check", "mismatch_cnt": 0,
+ *                   "finished": 1700000000},
+ *    "speed": {"min": 1000, "max": 200000}}
  *
  * In raw mode (no superblocks) uuid, name, events and clean are null; a
  * level without a layout name has layout null; a role with no member has
- * path null.
+ * path null; spares come after the roles, role null; progress is null
+ * when no pass runs, last_check null before a check or repair finished.
  */
 #include <stdbool.h>
 #include <stdlib.h>
@@ -49,7 +57,11 @@ member_object(const struct raid_member_status *ms)
 	struct json_object *o = json_object_new_object();
 	bool ok = o;
 
-	ok = ok && add(o, "role", json_object_new_uint64(ms->role));
+	if (ms->state == RAID_MEMBER_SPARE) {
+		ok = ok && json_object_object_add(o, "role", NULL) == 0;
+	} else {
+		ok = ok && add(o, "role", json_object_new_uint64(ms->role));
+	}
 	ok = ok && add_string(o, "path", ms->path, false);
 	ok = ok &&
 	     add(o, "state",
@@ -72,8 +84,10 @@ members_array(const struct raid_status *st)
 {
 	struct json_object *list = json_object_new_array();
 
-	for (unsigned i = 0; list && i < st->nr_members; i++) {
-		struct json_object *m = member_object(&st->members[i]);
+	for (unsigned i = 0; list && i < st->nr_members + st->nr_spares; i++) {
+		struct json_object *m = member_object(
+			i < st->nr_members ? &st->members[i]
+					   : &st->spares[i - st->nr_members]);
 
 		if (!m || json_object_array_add(list, m) < 0) {
 			json_object_put(m);
@@ -106,6 +120,59 @@ io_object(const struct raid_status *st)
 		return NULL;
 	}
 	return io;
+}
+
+/* The pass running, or null. */
+static bool
+add_progress(struct json_object *o, const struct raid_status *st)
+{
+	const struct raid_sync_progress *p = &st->progress;
+	struct json_object *v;
+	bool ok;
+
+	if (p->kind == RAID_SYNC_NONE) {
+		return json_object_object_add(o, "progress", NULL) == 0;
+	}
+	v = json_object_new_object();
+	ok = v && add(o, "progress", v);
+	ok = ok && add_string(v, "kind", raid_sync_kind_name(p->kind), false);
+	if (p->member < 0) {
+		ok = ok && json_object_object_add(v, "member", NULL) == 0;
+	} else {
+		ok = ok && add(v, "member", json_object_new_int(p->member));
+	}
+	ok = ok && add(v, "done_bytes", json_object_new_uint64(p->done_bytes));
+	ok = ok &&
+	     add(v, "total_bytes", json_object_new_uint64(p->total_bytes));
+	ok = ok &&
+	     add(v, "bytes_per_s", json_object_new_uint64(p->bytes_per_s));
+	return ok && add(v, "eta_s", json_object_new_uint64(p->eta_s));
+}
+
+/* The last check or repair that finished, or null; the speed limits. */
+static bool
+add_check_speed(struct json_object *o, const struct raid_status *st)
+{
+	const struct raid_check_report *c = &st->last_check;
+	struct json_object *v = NULL;
+	bool ok = true;
+
+	if (c->kind == RAID_SYNC_NONE) {
+		ok = json_object_object_add(o, "last_check", NULL) == 0;
+	} else {
+		v = json_object_new_object();
+		ok = v && add(o, "last_check", v);
+		ok = ok &&
+		     add_string(v, "kind", raid_sync_kind_name(c->kind), false);
+		ok = ok && add(v, "mismatch_cnt",
+			       json_object_new_uint64(c->mismatch_cnt));
+		ok = ok &&
+		     add(v, "finished", json_object_new_uint64(c->finished));
+	}
+	v = ok ? json_object_new_object() : NULL;
+	ok = v && add(o, "speed", v);
+	ok = ok && add(v, "min", json_object_new_uint64(st->speed_min));
+	return ok && add(v, "max", json_object_new_uint64(st->speed_max));
 }
 
 /* uuid, name, events, clean: from the superblocks, else null. */
@@ -148,6 +215,8 @@ status_json_object(const struct raid_status *st)
 	ok = ok && add(o, "reason", json_object_new_string(st->reason));
 	ok = ok && add(o, "members", members_array(st));
 	ok = ok && add(o, "io", io_object(st));
+	ok = ok && add_progress(o, st);
+	ok = ok && add_check_speed(o, st);
 	if (!ok) {
 		json_object_put(o);
 		return NULL;

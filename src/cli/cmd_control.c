@@ -7,6 +7,15 @@
  *                                            status object as JSON
  *   nbdraid --control PATH fail MEMBER       mdadm --fail
  *   nbdraid --control PATH remove MEMBER     mdadm --remove
+ *   nbdraid --control PATH add PATH [--force]
+ *                                            mdadm --add: a spare (at
+ *                                            once rebuilt into a role
+ *                                            that has no member)
+ *   nbdraid --control PATH speed MIN MAX     md's speed_limit_min/_max,
+ *                                            KiB/s per member
+ *   nbdraid --control PATH scrub check|repair|stop
+ *                                            md's sync_action; returns
+ *                                            once the pass shows
  *
  * MEMBER is a role number or a member's path (a relative path is taken
  * from the current folder, as nbdkit takes member=).  One request line,
@@ -195,7 +204,7 @@ static void
 print_counts(struct json_object *members)
 {
 	size_t n = json_object_array_length(members);
-	unsigned in_sync = 0, faulty = 0, spare = 0, missing = 0;
+	unsigned in_sync = 0, faulty = 0, spare = 0, missing = 0, working;
 
 	for (size_t i = 0; i < n; i++) {
 		const char *s =
@@ -206,8 +215,11 @@ print_counts(struct json_object *members)
 		missing += strcmp(s, "missing") == 0;
 		spare += strcmp(s, "spare") == 0;
 	}
-	printf("      Raid Devices : %zu\n", n);
+	working = n - missing;
+	printf("      Raid Devices : %zu\n", n - spare);
+	printf("     Total Devices : %u\n", working);
 	printf("    Active Devices : %u\n", in_sync);
+	printf("   Working Devices : %u\n", working - faulty);
 	printf("    Failed Devices : %u\n", faulty);
 	printf("   Missing Devices : %u\n", missing);
 	printf("     Spare Devices : %u\n\n", spare);
@@ -222,11 +234,13 @@ print_members(struct json_object *members)
 		struct json_object *m = json_object_array_get_idx(members, i);
 		struct json_object *path = get(m, "path");
 
-		printf("  %6" PRIu64 "  %-10s  %11" PRIu64 "  %12" PRIu64
-		       "  %9" PRIu64 "  %s\n",
-		       number(m, "role"), text(m, "state"),
-		       number(m, "read_errors"), number(m, "write_errors"),
-		       number(m, "corrected_reads"),
+		struct json_object *role = get(m, "role");
+
+		printf("  %6s  %-10s  %11" PRIu64 "  %12" PRIu64 "  %9" PRIu64
+		       "  %s\n",
+		       role ? json_object_get_string(role) : "-",
+		       text(m, "state"), number(m, "read_errors"),
+		       number(m, "write_errors"), number(m, "corrected_reads"),
 		       path ? json_object_get_string(path) : "(none)");
 	}
 }
@@ -240,6 +254,52 @@ print_io(struct json_object *io)
 		printf("  %10s  %9" PRIu64 "  %14" PRIu64 "  %6" PRIu64 "\n",
 		       kind, number(k, "requests"), number(k, "bytes"),
 		       number(k, "errors"));
+	}
+}
+
+/* md's /proc/mdstat words for a pass: Rebuild, Resync, Check ... */
+static const char *
+pass_title(const char *kind)
+{
+	if (strcmp(kind, "recovery") == 0) {
+		return "Rebuild";
+	}
+	if (strcmp(kind, "resync") == 0) {
+		return "Resync";
+	}
+	return strcmp(kind, "check") == 0 ? "Check" : "Repair";
+}
+
+/* The pass running, the last check and the speed limits, md-style. */
+static void
+print_sync(struct json_object *st)
+{
+	struct json_object *p = get(st, "progress"), *c = get(st, "last_check");
+	struct json_object *speed = get(st, "speed");
+
+	if (p) {
+		uint64_t total = number(p, "total_bytes");
+		uint64_t done = number(p, "done_bytes");
+
+		printf("%*s Status : %" PRIu64 "%% complete", 11,
+		       pass_title(text(p, "kind")),
+		       total ? done * 100 / total : 0);
+		if (get(p, "member")) {
+			printf(" (member %s)", text(p, "member"));
+		}
+		printf(", %" PRIu64 "K/sec, about %" PRIu64 " s left\n",
+		       number(p, "bytes_per_s") / 1024, number(p, "eta_s"));
+	}
+	if (c) {
+		printf("        Last Check : %s, mismatch_cnt %" PRIu64
+		       ", finished %" PRIu64 "\n",
+		       text(c, "kind"), number(c, "mismatch_cnt"),
+		       number(c, "finished"));
+	}
+	if (speed) {
+		printf("        Sync Speed : min %" PRIu64 "K/sec, max %" PRIu64
+		       "K/sec\n",
+		       number(speed, "min"), number(speed, "max"));
 	}
 }
 
@@ -266,6 +326,7 @@ print_status(const char *path, struct json_object *st)
 	if (*reason) {
 		printf("            Reason : %s\n", reason);
 	}
+	print_sync(st);
 	print_counts(get(st, "members"));
 	printf("          Metadata : %s\n", text(st, "metadata"));
 	if (get(st, "uuid")) {
@@ -369,6 +430,120 @@ control_member(const char *path, int argc, char **argv)
 	return 0;
 }
 
+/* add PATH [--force]: the server's answer says spare or rebuilding. */
+static int
+control_add(const char *path, int argc, char **argv)
+{
+	struct json_object *req, *ans;
+	const char *member = NULL;
+	bool force = false;
+	char *spec;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--force") == 0) {
+			force = true;
+		} else if (!member && argv[i][0] != '-') {
+			member = argv[i];
+		} else {
+			member = NULL;
+			break;
+		}
+	}
+	if (!member) {
+		return cli_fail("usage: nbdraid --control PATH add PATH "
+				"[--force]");
+	}
+	spec = member[0] == '/' ? strdup(member) : member_spec(member);
+	req = json_object_new_object();
+	if (!spec || !req) {
+		free(spec);
+		json_object_put(req);
+		return cli_fail("out of memory");
+	}
+	json_object_object_add(req, "command", json_object_new_string("add"));
+	json_object_object_add(req, "member", json_object_new_string(spec));
+	json_object_object_add(req, "force", json_object_new_boolean(force));
+	free(spec);
+	ans = request(path, req);
+	json_object_put(req);
+	if (!ans) {
+		return 1;
+	}
+	if (get(ans, "role")) {
+		printf("member %s (%s): %s\n", text(ans, "role"),
+		       text(ans, "path"), text(ans, "state"));
+	} else {
+		printf("%s: spare\n", text(ans, "path"));
+	}
+	json_object_put(ans);
+	return 0;
+}
+
+/* A whole number > 0, or 0. */
+static uint64_t
+kib(const char *s)
+{
+	char *end;
+	unsigned long long n;
+
+	if (!*s || *s == '-') {
+		return 0;
+	}
+	n = strtoull(s, &end, 10);
+	return *end ? 0 : n;
+}
+
+/* speed MIN MAX (KiB/s) and scrub ACTION: one request each. */
+static int
+control_sync(const char *path, int argc, char **argv)
+{
+	bool speed = strcmp(argv[0], "speed") == 0;
+	struct json_object *req = json_object_new_object(), *ans, *p;
+
+	if (speed && (argc != 3 || !kib(argv[1]) || !kib(argv[2]))) {
+		json_object_put(req);
+		return cli_fail("usage: nbdraid --control PATH speed MIN MAX "
+				"(KiB/s per member)");
+	}
+	if (!speed && (argc != 2 ||
+		       (strcmp(argv[1], "check") && strcmp(argv[1], "repair") &&
+			strcmp(argv[1], "stop")))) {
+		json_object_put(req);
+		return cli_fail("usage: nbdraid --control PATH scrub "
+				"check|repair|stop");
+	}
+	json_object_object_add(req, "command", json_object_new_string(argv[0]));
+	if (speed) {
+		json_object_object_add(req, "min",
+				       json_object_new_int64(kib(argv[1])));
+		json_object_object_add(req, "max",
+				       json_object_new_int64(kib(argv[2])));
+	} else {
+		json_object_object_add(req, "action",
+				       json_object_new_string(argv[1]));
+	}
+	ans = request(path, req);
+	json_object_put(req);
+	if (!ans) {
+		return 1;
+	}
+	if (speed) {
+		printf("speed: min %sK/sec, max %sK/sec\n", text(ans, "min"),
+		       text(ans, "max"));
+	} else if ((p = get(ans, "progress"))) {
+		printf("%s: started, %" PRIu64 " of %" PRIu64 " bytes\n",
+		       text(p, "kind"), number(p, "done_bytes"),
+		       number(p, "total_bytes"));
+	} else if ((p = get(ans, "last_check"))) {
+		printf("%s: finished, mismatch_cnt %" PRIu64 "\n",
+		       text(p, "kind"), number(p, "mismatch_cnt"));
+	} else {
+		printf("scrub: stopped\n");
+	}
+	json_object_put(ans);
+	return 0;
+}
+
 int
 cmd_control(const char *path, int argc, char **argv)
 {
@@ -378,5 +553,12 @@ cmd_control(const char *path, int argc, char **argv)
 	if (strcmp(argv[0], "fail") == 0 || strcmp(argv[0], "remove") == 0) {
 		return control_member(path, argc, argv);
 	}
-	return cli_fail("not a control command (status, fail, remove)");
+	if (strcmp(argv[0], "add") == 0) {
+		return control_add(path, argc, argv);
+	}
+	if (strcmp(argv[0], "speed") == 0 || strcmp(argv[0], "scrub") == 0) {
+		return control_sync(path, argc, argv);
+	}
+	return cli_fail("not a control command (status, fail, remove, add, "
+			"speed, scrub)");
 }

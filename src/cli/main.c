@@ -20,6 +20,9 @@
  *   nbdraid --control PATH status [--json]    the array now
  *   nbdraid --control PATH fail MEMBER        mark a member faulty
  *   nbdraid --control PATH remove MEMBER      take a faulty member out
+ *   nbdraid --control PATH add PATH [--force] add a spare (mdadm --add)
+ *   nbdraid --control PATH speed MIN MAX      recovery speed, KiB/s
+ *   nbdraid --control PATH scrub check|repair|stop
  *
  * Errors print "nbdraid: <cmd>: <message>" and exit 1.
  */
@@ -228,7 +231,7 @@ cmd_check(struct raid_array *a, int argc, char **argv)
 	return res.mismatched ? 1 : 0;
 }
 
-/* status, fail and remove without --control PATH before them. */
+/* The control commands without --control PATH before them. */
 static int
 control_needed(int argc, char **argv)
 {
@@ -253,7 +256,9 @@ run_control(int argc, char **argv)
 	}
 	if (i >= argc || !*path) {
 		fprintf(stderr, "usage: nbdraid --control PATH status [--json] "
-				"| fail MEMBER | remove MEMBER\n");
+				"| fail MEMBER | remove MEMBER | add PATH "
+				"[--force] | speed MIN MAX | scrub "
+				"check|repair|stop\n");
 		return 1;
 	}
 	cmd_name = argv[i];
@@ -277,6 +282,12 @@ static const struct command commands[] = {
 	  "--control PATH fail MEMBER" },
 	{ "remove",  NULL,      0, false, control_needed,
 	  "--control PATH remove MEMBER" },
+	{ "add",     NULL,      0, false, control_needed,
+	  "--control PATH add PATH [--force]" },
+	{ "speed",   NULL,      0, false, control_needed,
+	  "--control PATH speed MIN MAX" },
+	{ "scrub",   NULL,      0, false, control_needed,
+	  "--control PATH scrub check|repair|stop" },
 };
 /* clang-format on */
 #define NR_COMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -15,6 +15,7 @@
  *                 I/O before this req (counted whether hit or not)
  *        trigger  the path exists now (access(2), per req)
  *        rate     a draw of the rule's own PRNG is below it
+ *        count    the rule has hit fewer I/Os than that so far
  *      The first hitting rule with an error decides the req's -errno; the
  *      latencies of all hitting rules add up;
  *   2. sleeps once, the largest latency of the call's reqs (a call's reqs
@@ -123,6 +124,25 @@ parse_range(struct fault_rule *r, const char *v)
 	return 0;
 }
 
+/* A whole number from 1: the most I/Os the rule hits. */
+static int
+parse_count(struct fault_rule *r, const char *v)
+{
+	unsigned long long n;
+	char *end;
+
+	if (*v < '0' || *v > '9') {
+		return -EINVAL;
+	}
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	if (*end || errno || n == 0) {
+		return -EINVAL;
+	}
+	r->count = n;
+	return 0;
+}
+
 static int
 parse_trigger(struct fault_rule *r, const char *v)
 {
@@ -209,6 +229,7 @@ enum {
 	K_AFTER,
 	K_RANGE,
 	K_TRIGGER,
+	K_COUNT,
 	K_LATENCY,
 	K_ERRNO,
 	K_ERROR,
@@ -227,6 +248,8 @@ static const struct {
 		      "range must be OFFSET+LENGTH (1M+4k), LENGTH not 0" },
 	[K_TRIGGER] = { "trigger", parse_trigger,
 			"trigger must be an absolute path" },
+	[K_COUNT] = { "count", parse_count,
+		      "count must be a whole number from 1" },
 	[K_LATENCY] = { "latency", parse_latency,
 			"latency must be a whole number and a unit (500us, 20ms, 1s), at most 3600s" },
 	[K_ERRNO] = { "errno", parse_errno,
@@ -297,7 +320,7 @@ parse_item(struct fault_rule *r, char *item, unsigned *given, const char **why,
 	}
 	snprintf(
 		buf, buflen,
-		"unknown setting '%s' (ops, rate, after, range, trigger, latency, errno, error, seed)",
+		"unknown setting '%s' (ops, rate, after, range, trigger, count, latency, errno, error, seed)",
 		item);
 	*why = buf;
 	return -EINVAL;
@@ -559,11 +582,31 @@ overlaps(const struct fault_rule *r, uint64_t off, uint64_t len)
 	       off + len > r->range_off;
 }
 
+/*
+ * Count a hit, unless the rule has had its count= of them (a CAS: threads
+ * racing for the last one, one gets it); *before: the hits before it.
+ */
+static bool
+take_hit(struct fault_rule *r, uint64_t *before)
+{
+	uint_fast64_t n = atomic_load_explicit(&r->hits, memory_order_relaxed);
+
+	do {
+		if (r->count && n >= r->count) {
+			return false;
+		}
+	} while (!atomic_compare_exchange_weak_explicit(&r->hits, &n, n + 1,
+							memory_order_relaxed,
+							memory_order_relaxed));
+	*before = n;
+	return true;
+}
+
 /* Does rule r hit req q?  Conditions cheapest first; see DESIGN. */
 static bool
 rule_hits(struct fault_rule *r, const struct io_req *q)
 {
-	uint64_t len = q->len - q->done, off = q->off + q->done;
+	uint64_t len = q->len - q->done, off = q->off + q->done, before;
 	unsigned kind = q->op == IO_READ ? FAULT_OPS_READ : FAULT_OPS_WRITE;
 
 	if (!(r->ops & kind) || (r->range_len && !overlaps(r, off, len))) {
@@ -580,7 +623,10 @@ rule_hits(struct fault_rule *r, const struct io_req *q)
 	if (r->rate < 1.0 && rule_draw(r) >= r->rate_cut) {
 		return false;
 	}
-	if (atomic_fetch_add_explicit(&r->hits, 1, memory_order_relaxed) == 0) {
+	if (!take_hit(r, &before)) {
+		return false;
+	}
+	if (before == 0) {
 		raid_debug(
 			"member %u (%s): fault '%s': first hit (%s at %llu+%llu)",
 			q->m->role, q->m->path, r->spec, op_names[q->op],

@@ -4,9 +4,9 @@
  *
  * Each fault= value is one rule for one role: comma-separated settings
  * that all must hold for an I/O to be hit (ops, range, after, trigger,
- * rate), and what a hit does (latency, errno, or error=none).  A member
- * with rules gets the fault backend in place of its own, which it keeps
- * (struct fault); members without rules are left alone.
+ * rate, count), and what a hit does (latency, errno, or error=none).  A
+ * member with rules gets the fault backend in place of its own, which it
+ * keeps (struct fault); members without rules are left alone.
  *
  * Lifetime: fault_attach once the array is assembled, before any I/O
  * thread; fault_detach at member_close.  Rules never change in between.
@@ -37,6 +37,7 @@ struct fault_rule {
 	uint64_t range_off;
 	uint64_t range_len; /* 0: anywhere */
 	char *trigger;	    /* hit only while this path exists; or NULL */
+	uint64_t count;	    /* hit at most this many I/Os; 0: no limit */
 	double rate;	    /* probability that a matching I/O is hit */
 	uint64_t rate_cut;  /* rate < 1: a draw below this hits */
 	uint64_t seed;

@@ -30,12 +30,23 @@
 
 bool
 piece_can_read(const struct raid_array *a, const struct raid_piece *p,
-	       unsigned role)
+	       unsigned role, uint64_t member_chunk)
 {
+	const struct raid_member *m = &a->members[role];
 	uint64_t bit = 1ull << role;
 
-	return member_usable(&a->members[role]) && !(p->avoid & bit) &&
-	       (!p->only || (p->only & bit));
+	if ((p->avoid & bit) || (p->only && !(p->only & bit))) {
+		return false;
+	}
+	switch (atomic_load_explicit(&m->state, memory_order_acquire)) {
+	case RAID_MEMBER_IN_SYNC:
+		return true;
+	case RAID_MEMBER_REBUILDING:
+		return (member_chunk + 1) << a->g.chunk_shift <=
+		       atomic_load_explicit(&m->rebuilt, memory_order_acquire);
+	default:
+		return false;
+	}
 }
 
 bool
@@ -95,7 +106,7 @@ keep_places(const struct raid_array *a, const struct raid_piece *p,
 	for (unsigned i = 0; i < n; i++) {
 		unsigned role = locs[i].member;
 
-		if (reading ? piece_can_read(a, p, role)
+		if (reading ? piece_can_read(a, p, role, locs[i].member_chunk)
 			    : piece_can_write(a, p, role)) {
 			locs[k++] = locs[i];
 		}

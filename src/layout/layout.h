@@ -97,9 +97,12 @@ struct raid_piece {
 	uint64_t only;
 };
 
-/* May the piece read member role (alive, in sync, not avoided)? */
+/*
+ * May the piece read member role at member chunk `member_chunk` (in sync,
+ * or rebuilt past that chunk; not avoided)?
+ */
 bool piece_can_read(const struct raid_array *a, const struct raid_piece *p,
-		    unsigned role);
+		    unsigned role, uint64_t member_chunk);
 /* May the piece write member role (alive; in `only` when repairing)? */
 bool piece_can_write(const struct raid_array *a, const struct raid_piece *p,
 		     unsigned role);
@@ -133,6 +136,15 @@ struct raid_layout {
 	/* Logical chunk -> its copies; returns g->copies.  Pure. */
 	unsigned (*map)(const struct raid_geom *g, uint64_t chunk_no,
 			struct raid_loc *locs);
+	/*
+	 * The inverse, for recovery and resync, which walk a member in
+	 * order: the logical chunk whose copy member chunk `member_chunk` of
+	 * `member` holds (parity levels: the first chunk of the stripe that
+	 * row belongs to, data or parity).  false for a place that holds
+	 * nothing (md's unused rows at the end of RAID 10).  Pure.
+	 */
+	bool (*unmap)(const struct raid_geom *g, unsigned member,
+		      uint64_t member_chunk, uint64_t *chunk_no);
 	/* Name of the layout in g, as md writes it ("n2"), or "". */
 	void (*layout_name)(const struct raid_geom *g, char *buf, size_t len);
 	/*

@@ -50,6 +50,14 @@ raid0_md_layout_name(uint32_t md_layout, char *name, size_t len, char *err,
 	return 0;
 }
 
+static bool
+raid0_unmap(const struct raid_geom *g, unsigned member, uint64_t member_chunk,
+	    uint64_t *chunk_no)
+{
+	*chunk_no = member_chunk * g->nr_members + member;
+	return member_chunk < g->member_chunks;
+}
+
 static unsigned
 raid0_map(const struct raid_geom *g, uint64_t chunk_no, struct raid_loc *locs)
 {
@@ -65,6 +73,7 @@ const struct raid_layout raid0_layout = {
 	.min_members = 1,
 	.setup       = raid0_setup,
 	.map         = raid0_map,
+	.unmap       = raid0_unmap,
 	.layout_name = layout_no_name,
 	.md_layout   = layout_md_none,
 	.md_layout_name = raid0_md_layout_name,

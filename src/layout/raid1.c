@@ -31,6 +31,15 @@ raid1_setup(struct raid_geom *g, const char *layout, char *err, size_t errlen)
 	return 0;
 }
 
+static bool
+raid1_unmap(const struct raid_geom *g, unsigned member, uint64_t member_chunk,
+	    uint64_t *chunk_no)
+{
+	(void)member;
+	*chunk_no = member_chunk;
+	return member_chunk < g->array_chunks;
+}
+
 static unsigned
 raid1_map(const struct raid_geom *g, uint64_t chunk_no, struct raid_loc *locs)
 {
@@ -59,6 +68,7 @@ const struct raid_layout raid1_layout = {
 	.size_unit   = 64u << 10, /* mdadm rounds RAID 1 members to 64K */
 	.setup       = raid1_setup,
 	.map         = raid1_map,
+	.unmap       = raid1_unmap,
 	.layout_name = layout_no_name,
 	.md_layout   = layout_md_none,
 	.md_layout_name = layout_md_name_none,

@@ -92,6 +92,31 @@ raid10_setup(struct raid_geom *g, const char *layout, char *err, size_t errlen)
 	return 0;
 }
 
+/* md's raid10_find_virt(), in chunks. */
+static bool
+raid10_unmap(const struct raid_geom *g, unsigned member, uint64_t member_chunk,
+	     uint64_t *chunk_no)
+{
+	long dev = member, n = g->nr_members, near = g->near_copies;
+	uint64_t row = member_chunk;
+
+	if (g->far_offset) {
+		dev -= (long)(row % g->far_copies) * near;
+		row /= g->far_copies;
+	} else {
+		for (unsigned f = 0; row >= g->far_stride; f++) {
+			if (f + 1 == g->far_copies) {
+				return false; /* past the last far copy */
+			}
+			row -= g->far_stride;
+			dev -= near;
+		}
+	}
+	dev = ((dev % n) + n) % n;
+	*chunk_no = (row * n + (uint64_t)dev) / near;
+	return *chunk_no < g->array_chunks;
+}
+
 static unsigned
 raid10_map(const struct raid_geom *g, uint64_t chunk_no, struct raid_loc *locs)
 {
@@ -210,6 +235,7 @@ const struct raid_layout raid10_layout = {
 	.min_members = 2,
 	.setup       = raid10_setup,
 	.map         = raid10_map,
+	.unmap       = raid10_unmap,
 	.layout_name = raid10_layout_name,
 	.md_layout   = raid10_md_layout,
 	.md_layout_name = raid10_md_layout_name,

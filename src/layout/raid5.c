@@ -124,6 +124,15 @@ raid5_map(const struct raid_geom *g, uint64_t chunk_no, struct raid_loc *locs)
 	return 1;
 }
 
+static bool
+raid5_unmap(const struct raid_geom *g, unsigned member, uint64_t member_chunk,
+	    uint64_t *chunk_no)
+{
+	(void)member;
+	*chunk_no = member_chunk * (g->nr_members - 1);
+	return member_chunk < g->member_chunks;
+}
+
 static void
 raid5_layout_name(const struct raid_geom *g, char *buf, size_t len)
 {
@@ -241,7 +250,7 @@ slice_plan(const struct raid_array *a, const struct raid_piece *p,
 {
 	unsigned nd = a->nr_members - 1,
 		 pm = raid5_parity_member(&a->g, sl->stripe);
-	bool rmw = piece_can_read(a, p, pm), rcw = true;
+	bool rmw = piece_can_read(a, p, pm, sl->stripe), rcw = true;
 	unsigned unreadable = 0;
 
 	if (p->only) {
@@ -249,7 +258,7 @@ slice_plan(const struct raid_array *a, const struct raid_piece *p,
 	}
 	for (unsigned j = 0; j < nd; j++) {
 		unsigned role = data_role(a, sl->stripe, j);
-		bool readable = piece_can_read(a, p, role);
+		bool readable = piece_can_read(a, p, role, sl->stripe);
 
 		if (!piece_can_write(a, p, pm) && touched(sl, j) &&
 		    !piece_can_write(a, p, role)) {
@@ -271,7 +280,7 @@ slice_plan(const struct raid_array *a, const struct raid_piece *p,
 	if (rmw || rcw) {
 		return rmw ? PLAN_RMW : PLAN_RCW;
 	}
-	if (unreadable == 1 && piece_can_read(a, p, pm)) {
+	if (unreadable == 1 && piece_can_read(a, p, pm, sl->stripe)) {
 		return PLAN_RECON;
 	}
 	return -EIO;
@@ -570,7 +579,7 @@ raid5_reconstruct(struct raid_array *a, struct batch *b,
 	int r = 0;
 
 	for (unsigned i = 0; i < n; i++) {
-		if (i != role && !piece_can_read(a, p, i)) {
+		if (i != role && !piece_can_read(a, p, i, stripe)) {
 			return -EIO; /* two members of the stripe gone */
 		}
 	}
@@ -615,7 +624,7 @@ raid5_read(struct raid_array *a, struct batch *b, const struct raid_piece *p)
 	struct raid_loc loc;
 
 	raid5_map(&a->g, p->chunk_no, &loc);
-	if (p->only || piece_can_read(a, p, loc.member)) {
+	if (p->only || piece_can_read(a, p, loc.member, loc.member_chunk)) {
 		return copies_read(a, b, p);
 	}
 	return raid5_reconstruct(a, b, p, loc.member);
@@ -663,6 +672,7 @@ const struct raid_layout raid5_layout = {
 	.stripe_pieces = true,
 	.setup         = raid5_setup,
 	.map           = raid5_map,
+	.unmap         = raid5_unmap,
 	.layout_name   = raid5_layout_name,
 	.md_layout     = raid5_md_layout,
 	.md_layout_name = raid5_md_layout_name,

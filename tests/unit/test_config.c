@@ -388,7 +388,7 @@ test_config_help_lists_every_key(void **state)
 		"direct=",	"io=",	     "metadata=", "data-offset=",
 		"member-size=", "force=",    "config=",	  "uuid=",
 		"name=",	"degraded=", "control=",  "event=",
-		"fault=",
+		"fault=",	"spare=",
 	};
 	const char *help = raid_config_help();
 	unsigned usage_lines = 0;

@@ -387,6 +387,55 @@ test_control_bad_requests_keep_connection(void **state)
 }
 
 /*
+ * add, speed and scrub refuse what they cannot take, naming it, and the
+ * connection goes on; status carries progress, last_check and speed.
+ */
+static void
+test_control_add_speed_scrub_refusals(void **state)
+{
+	struct raid_array *a = served(*state);
+	struct json_object *ans, *st;
+	struct client c;
+
+	client_connect(&c);
+	assert_refused(client_request(&c, "{\"command\":\"add\"}"),
+		       "which member?");
+	assert_refused(client_request(&c, "{\"command\":\"add\","
+					  "\"member\":\"rel.img\"}"),
+		       "ABSOLUTE-PATH");
+	/* The fixture has no superblocks: nowhere to record a spare. */
+	assert_refused(client_request(&c, "{\"command\":\"add\","
+					  "\"member\":\"/no/such.img\"}"),
+		       "add /no/such.img:");
+	assert_refused(client_request(&c, "{\"command\":\"speed\"}"),
+		       "want {\"command\":\"speed\"");
+	assert_refused(client_request(&c, "{\"command\":\"speed\","
+					  "\"min\":0,\"max\":5}"),
+		       "both > 0");
+	assert_refused(client_request(&c, "{\"command\":\"speed\","
+					  "\"min\":\"1\",\"max\":5}"),
+		       "both > 0");
+	assert_refused(client_request(&c, "{\"command\":\"speed\","
+					  "\"min\":9,\"max\":5}"),
+		       "min must not exceed max");
+	assert_refused(client_request(&c, "{\"command\":\"scrub\"}"),
+		       "\"check\"|\"repair\"|\"stop\"");
+	assert_refused(client_request(&c, "{\"command\":\"scrub\","
+					  "\"action\":\"idle\"}"),
+		       "\"check\"|\"repair\"|\"stop\"");
+	ans = client_request(&c, "{\"command\":\"status\"}");
+	assert_true(answer_ok(ans));
+	st = get(ans, "status");
+	assert_null(get(st, "progress"));
+	assert_null(get(st, "last_check"));
+	assert_non_null(get(get(st, "speed"), "min"));
+	assert_non_null(get(get(st, "speed"), "max"));
+	json_object_put(ans);
+	assert_status_matches(a, &c);
+	close(c.fd);
+}
+
+/*
  * Random bytes (newlines among them) from several clients, each closed
  * at a random point, answers unread: the server answers the next client.
  */
@@ -798,6 +847,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(
 			test_control_bad_requests_keep_connection, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_control_add_speed_scrub_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_control_garbage_never_hurts, setup, teardown),
 		cmocka_unit_test_setup_teardown(

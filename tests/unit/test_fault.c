@@ -2,10 +2,11 @@
  * test_fault.c: fault= rules (src/io/fault.c): the parser, every value it
  * takes and every refusal with its message; then each condition proven
  * on data over memory members (ops, rate with a seed, after, range edges,
- * trigger, latency as a lower bound, errno, error=none), several rules on
- * one member, members without rules left alone, vectored results copied
- * back as the member's own backend left them, threads sharing a rule's
- * counters, an array whose member 1 fails a range, and raid_open
+ * trigger, count, latency as a lower bound, errno, error=none), several
+ * rules on one member, members without rules left alone, vectored results
+ * copied back as the member's own backend left them, threads sharing a
+ * rule's counters, an array whose member 1 fails a range, a RAID 5 whose
+ * bad sector heals after count= hits (repaired and counted), and raid_open
  * refusing a role the array does not have.
  */
 #undef NDEBUG
@@ -185,6 +186,9 @@ test_fault_parse_accepts(void **state)
 	assert_int_equal(r.latency_ns, 7);
 	assert_int_equal(r.err, ETIMEDOUT);
 	fault_rule_fini(&r);
+	parse_ok("2:ops=read,range=1M+4k,count=2", &r);
+	assert_int_equal(r.count, 2);
+	fault_rule_fini(&r);
 	parse_ok("0:latency=3600s,errno=EROFS,range=0+1", &r);
 	assert_int_equal(r.latency_ns, 3600ull * 1000000000ull);
 	fault_rule_fini(&r);
@@ -277,8 +281,16 @@ test_fault_parse_refuses(void **state)
 		  "fault '1:seed=-1': seed must be a whole number" },
 		{ "1:seed=99999999999999999999",
 		  "fault '1:seed=99999999999999999999': seed must be a whole number" },
+		{ "1:count=0",
+		  "fault '1:count=0': count must be a whole number from 1" },
+		{ "1:count=-1",
+		  "fault '1:count=-1': count must be a whole number from 1" },
+		{ "1:count=2x",
+		  "fault '1:count=2x': count must be a whole number from 1" },
+		{ "1:count=",
+		  "fault '1:count=': count must be a whole number from 1" },
 		{ "1:speed=3",
-		  "fault '1:speed=3': unknown setting 'speed' (ops, rate, after, range, trigger, latency, errno, error, seed)" },
+		  "fault '1:speed=3': unknown setting 'speed' (ops, rate, after, range, trigger, count, latency, errno, error, seed)" },
 		{ "1:read",
 		  "fault '1:read': setting 'read' must be NAME=VALUE" },
 		{ "1:ops=read,,rate=1",
@@ -500,6 +512,38 @@ test_fault_trigger_file(void **state)
 	assert_int_equal(unlink(path), 0);
 	assert_int_equal(read_at(m, 512, 0), 0);
 	assert_int_equal(fault_hits(m), 2);
+}
+
+/*
+ * count=2: the rule hits two I/Os, then none (a sector that fails, and
+ * fails its retry, then works); I/Os the other conditions pass (writes of
+ * an ops=read rule, reads while the trigger is absent) are not counted.
+ */
+static void
+test_fault_count_hits(void **state)
+{
+	struct fixture *f = *state;
+	char path[64], spec[96], *specs[] = { spec };
+	struct raid_member *m;
+	int fd;
+
+	snprintf(path, sizeof(path), "/tmp/test_fault-%d.count", getpid());
+	snprintf(spec, sizeof(spec), "0:ops=read,trigger=%s,count=2", path);
+	unlink(path);
+	members(f, 1);
+	m = f->m;
+	attach(f, specs, 1);
+	assert_int_equal(read_at(m, 512, 0), 0); /* no trigger: not counted */
+	fd = open(path, O_CREAT | O_WRONLY, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(write_at(m, 0x77, 512, 0), 0); /* ops=read */
+	assert_int_equal(read_at(m, 512, 0), -EIO);
+	assert_int_equal(read_at(m, 512, 4096), -EIO);
+	assert_int_equal(read_at(m, 512, 0), 0);
+	assert_int_equal(read_at(m, 8192, 0), 0);
+	assert_int_equal(fault_hits(m), 2);
+	assert_int_equal(unlink(path), 0);
 }
 
 /*
@@ -774,6 +818,47 @@ test_fault_array_raid0_bad_range(void **state)
 	detach_all(f);
 }
 
+/*
+ * RAID 5 over 3 memory members: a sector of the member holding array
+ * offset 9K fails twice (the read and its retry, count=2), then works: the
+ * read is served from parity, the sector rewritten and read back, counted
+ * as a corrected read; the array stays optimal and reads it directly from
+ * then on.
+ */
+static void
+test_fault_array_raid5_count_heals(void **state)
+{
+	struct fixture *f = *state;
+	struct fixture_spec s = { .level = 5, .n = 3, .mem_size = MEM_SIZE };
+	static uint8_t model[2 * MEM_SIZE], buf[2 * MEM_SIZE];
+	char spec[96], *specs[] = { spec };
+	struct raid_place p;
+	struct raid_status st;
+	uint64_t size;
+
+	assert_int_equal(fixture_open(f, &s), 0);
+	size = f->a->size;
+	t_fill_random(model, size);
+	assert_int_equal(raid_pwrite(f->a, model, size, 0, 0), 0);
+	assert_int_equal(raid_locate(f->a, 9216, &p, 1), 1);
+	snprintf(spec, sizeof(spec), "%u:ops=read,range=%llu+512,count=2",
+		 p.member, (unsigned long long)p.offset);
+	attach(f, specs, 1);
+	assert_int_equal(raid_pread(f->a, buf, 4096, 8192, 0), 0);
+	assert_memory_equal(buf, model + 8192, 4096);
+	assert_int_equal(fault_hits(&f->m[p.member]), 2);
+	assert_int_equal(raid_status(f->a, &st), 0);
+	assert_int_equal(st.state, RAID_ARRAY_OPTIMAL);
+	assert_int_equal(st.members[p.member].state, RAID_MEMBER_IN_SYNC);
+	assert_int_equal(st.members[p.member].read_errors, 1);
+	assert_int_equal(st.members[p.member].corrected_reads, 4096 / 512);
+	assert_int_equal(raid_pread(f->a, buf, size, 0, 0), 0);
+	assert_memory_equal(buf, model, size);
+	assert_int_equal(raid_status(f->a, &st), 0);
+	assert_int_equal(st.members[p.member].read_errors, 1);
+	detach_all(f);
+}
+
 /* A backend that completes every req at once, touching nothing else. */
 static int
 null_submit_wait(struct io_req *reqs, unsigned nr)
@@ -838,7 +923,8 @@ threads_failed(struct raid_member *m)
 /*
  * Threads share a rule's counters without losing any: after=1M over
  * 512-byte reads lets exactly 2048 pass, however the threads interleave;
- * rate=0.25 hits a quarter (5 sigma) and every hit is counted once.
+ * rate=0.25 hits a quarter (5 sigma) and every hit is counted once;
+ * count=100 hits exactly 100.
  */
 static void
 test_fault_threads_share_counters(void **state)
@@ -846,6 +932,7 @@ test_fault_threads_share_counters(void **state)
 	enum { N = THREADS * THREAD_READS };
 	struct fixture *f = *state;
 	char *after[] = { "0:after=1M" }, *rate[] = { "0:rate=0.25,seed=3" };
+	char *count[] = { "0:count=100" };
 	unsigned n;
 
 	members(f, 1);
@@ -857,6 +944,9 @@ test_fault_threads_share_counters(void **state)
 	n = threads_failed(f->m);
 	assert_in_range(n, N / 4 - 217, N / 4 + 217);
 	assert_int_equal(fault_hits(f->m), n);
+	attach(f, count, 1);
+	assert_int_equal(threads_failed(f->m), 100);
+	assert_int_equal(fault_hits(f->m), 100);
 	detach_all(f);
 	assert_ptr_equal(f->m->be, &null_backend);
 	f->m->be = &mem_backend;
@@ -932,6 +1022,8 @@ main(void)
 						fixture_setup, fault_teardown),
 		cmocka_unit_test_setup_teardown(test_fault_trigger_file,
 						fixture_setup, fault_teardown),
+		cmocka_unit_test_setup_teardown(test_fault_count_hits,
+						fixture_setup, fault_teardown),
 		cmocka_unit_test_setup_teardown(test_fault_latency_lower_bound,
 						fixture_setup, fault_teardown),
 		cmocka_unit_test_setup_teardown(test_fault_errno_chosen,
@@ -946,6 +1038,9 @@ main(void)
 			fault_teardown),
 		cmocka_unit_test_setup_teardown(
 			test_fault_array_raid0_bad_range, fixture_setup,
+			fault_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_fault_array_raid5_count_heals, fixture_setup,
 			fault_teardown),
 		cmocka_unit_test_setup_teardown(
 			test_fault_threads_share_counters, fixture_setup,

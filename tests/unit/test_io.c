@@ -4,13 +4,15 @@
  * deliberately misaligned buffers, offsets and lengths (the bounce and
  * read-modify-write paths); a read past a member's end is an error, not a
  * short success; trim punches holes; zero works where ZERO_RANGE does not
- * (tmpfs).  O_DIRECT parts are skipped where the filesystem refuses it.
+ * (tmpfs); a member whose lock another holds is waited for a moment.
+ * O_DIRECT parts are skipped where the filesystem refuses it.
  */
 #undef NDEBUG
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -488,6 +491,76 @@ test_io_trim_punches_holes(void **state)
 	raid_config_free(&c);
 }
 
+/* Another open file description holding a write OFD lock on path. */
+static int
+hold_lock(const char *path)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	int fd = open(path, O_RDWR);
+
+	assert_true(fd >= 0);
+	assert_int_equal(fcntl(fd, F_OFD_SETLK, &fl), 0);
+	return fd;
+}
+
+static void *
+let_go_later(void *p)
+{
+	nanosleep(&(struct timespec){ 0, 150 * 1000000L }, NULL);
+	close(*(int *)p);
+	return NULL;
+}
+
+static uint64_t
+ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)(t.tv_sec - t0->tv_sec) * 1000 +
+	       (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/*
+ * A member file whose lock another holds: an nbdraid killed with io_uring
+ * I/O in flight keeps its files (and their locks) until the kernel has
+ * finished that I/O, so a claim is tried again for a second.  A holder
+ * that lets go within it: the array opens; one that stays: refused,
+ * naming the member, after the wait.
+ */
+static void
+test_io_claim_waits_for_holder(void **state)
+{
+	char path[PATH_MAX + 32];
+	struct raid_config c;
+	struct raid_array *a = NULL;
+	struct timespec t0;
+	pthread_t th;
+	int fd;
+
+	(void)state;
+	make_config(&c, dir, 1, 2, RAID_IO_PSYNC, false);
+	snprintf(path, sizeof(path), "%s/m1.img", dir);
+	fd = hold_lock(path);
+	assert_int_equal(pthread_create(&th, NULL, let_go_later, &fd), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(raid_open(&c, &a), 0);
+	assert_true(ms_since(&t0) >= 100);
+	pthread_join(th, NULL);
+	raid_close(a);
+
+	fd = hold_lock(path);
+	raid_set_log(t_capture_log);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(raid_open(&c, &a), -EBUSY);
+	assert_true(ms_since(&t0) >= 1000);
+	raid_set_log(quiet_log);
+	assert_non_null(strstr(t_last_error, "in use by another nbdraid"));
+	assert_non_null(strstr(t_last_error, path));
+	close(fd);
+	raid_config_free(&c);
+}
+
 int
 main(void)
 {
@@ -504,6 +577,7 @@ main(void)
 				       t_setup),
 		cmocka_unit_test_setup(test_io_vectored_over_iov_max, t_setup),
 		cmocka_unit_test_setup(test_io_trim_punches_holes, t_setup),
+		cmocka_unit_test_setup(test_io_claim_waits_for_holder, t_setup),
 	};
 	const char *base = getenv("NBDRAID_TEST_DIR");
 	int r;

@@ -553,6 +553,41 @@ test_layout_map_never_shares_a_cell(void **state)
 	each_map_geometry(check_injective);
 }
 
+/* ---- (d) the inverse ---------------------------------------------------- */
+
+static void
+check_unmap(const struct tcase *t)
+{
+	for (unsigned d = 0; d < t->n; d++) {
+		for (unsigned r = 0; r < t->rows; r++) {
+			uint64_t k = ~0ull;
+			bool used = t->lc->layout->unmap(&t->g, d, r, &k);
+
+			if (t->m.grid[d][r] == NO_CHUNK) {
+				check_true(!used,
+					   "member %u chunk %u holds nothing, "
+					   "unmap says chunk %" PRIu64,
+					   d, r, k);
+			} else {
+				check_true(used,
+					   "member %u chunk %u holds chunk %d, "
+					   "unmap says nothing",
+					   d, r, t->m.grid[d][r]);
+				check_eq(k, (uint64_t)t->m.grid[d][r],
+					 "member %u chunk %u: unmap", d, r);
+			}
+		}
+	}
+}
+
+/* unmap() finds, for every cell of md's grid, the chunk held there. */
+static void
+test_layout_unmap_inverts_map(void **state)
+{
+	(void)state;
+	each_map_geometry(check_unmap);
+}
+
 /* ---- md's own pictures ------------------------------------------------- */
 
 struct picture {
@@ -972,6 +1007,7 @@ main(void)
 				       t_setup),
 		cmocka_unit_test_setup(test_layout_map_never_shares_a_cell,
 				       t_setup),
+		cmocka_unit_test_setup(test_layout_unmap_inverts_map, t_setup),
 		cmocka_unit_test_setup(test_layout_setup_rejects_bad_layouts,
 				       t_setup),
 		cmocka_unit_test_setup(test_layout_bytes_match_grid_model,

@@ -28,6 +28,8 @@
 #include "mem_backend.h"
 #include "metadata.h"
 #include "superblock.h"
+#include "sync.h"
+#include "util.h"
 
 #define MiB (1u << 20)
 
@@ -93,6 +95,27 @@ md_close(struct md_array *x)
 	mem_members_free(x->m, x->n);
 	x->m = NULL;
 	raid_config_free(&x->cfg);
+}
+
+/*
+ * A restart: the array closed, fresh members holding the same bytes (as
+ * nbdkit opens the files again), given in the same order.
+ */
+static void
+md_restart(struct md_array *x)
+{
+	struct raid_member *m = mem_members_create(x->n, x->c.member_bytes);
+
+	raid_close(x->a);
+	x->a = NULL;
+	for (unsigned d = 0; d < x->n; d++) {
+		struct mem_member *mm = mem_of(&m[x->given[d]]);
+
+		memcpy(mm->data, x->mm[d]->data, x->c.member_bytes);
+		x->mm[d] = mm;
+	}
+	mem_members_free(x->m, x->n);
+	x->m = m;
 }
 
 /* The superblock of mdadm's member d, decoded from where it is now. */
@@ -373,6 +396,59 @@ recovering(struct md_sb *sb)
 	sb->recovery_offset = 2048;
 }
 
+static void
+recovering_unaligned(struct md_sb *sb)
+{
+	sb->feature_map |= MD_FEATURE_RECOVERY_OFFSET;
+	sb->recovery_offset = 3000; /* 1.46 MiB: not a whole chunk */
+}
+
+/*
+ * A member found being rebuilt (feature 0x2, current events) takes its
+ * role as rebuilding, its frontier the recovery offset in whole chunks:
+ * recovery resumes there, as md's does; the array reads and writes.
+ */
+static void
+test_metadata_rebuilding_member_resumes(void **state)
+{
+	static struct md_array x;
+	static const struct {
+		const char *name;
+		void (*edit)(struct md_sb *sb);
+		uint64_t sectors;
+	} cases[] = { { "raid1-x2-bitmap", recovering, 2048 },
+		      { "raid5-ls-x4", recovering_unaligned, 3000 },
+		      { "raid10-n2-x4-v1.1", recovering_unaligned, 3000 } };
+	char buf[4096], got[4096];
+
+	(void)state;
+	for (unsigned k = 0; k < 3; k++) {
+		struct raid_member *m;
+
+		md_members(&x, cases[k].name);
+		sb_edit(&x, 1, cases[k].edit);
+		assert_int_equal(md_assemble(&x), 0);
+		assert_non_null(strstr(t_errors, "recovery resumes there"));
+		m = &x.a->members[1];
+		assert_ptr_equal(m->priv, x.mm[1]);
+		assert_int_equal(atomic_load(&m->state),
+				 RAID_MEMBER_REBUILDING);
+		assert_int_equal(
+			atomic_load(&m->rebuilt),
+			ROUND_DOWN(cases[k].sectors * RAID_SECTOR_BYTES,
+				   x.a->chunk_bytes));
+		assert_int_equal(atomic_load(&m->rebuilt) % x.a->chunk_bytes,
+				 0);
+		assert_int_equal(array_state_now(x.a), RAID_ARRAY_REBUILDING);
+		t_fill_random(buf, sizeof(buf));
+		assert_int_equal(raid_pwrite(x.a, buf, sizeof(buf), 8192, 0),
+				 0);
+		assert_int_equal(raid_pread(x.a, got, sizeof(got), 8192, 0), 0);
+		assert_memory_equal(got, buf, sizeof(buf));
+		md_close(&x);
+	}
+}
+
 /* Each refusal names the member and the reason. */
 static void
 test_metadata_refusals(void **state)
@@ -436,12 +512,6 @@ test_metadata_refusals(void **state)
 			   "cannot run without them");
 	x.omit = 0;
 	md_close(&x);
-	/* A member being rebuilt: left out, so its role is missing. */
-	md_members(&x, "raid1-x2-bitmap");
-	sb_edit(&x, 1, recovering);
-	expect_refused(&x, "degraded=ok starts without it");
-	assert_non_null(strstr(t_errors, "was being rebuilt"));
-	md_close(&x);
 	/* Some members with a superblock, one without. */
 	md_members(&x, "raid5-ls-x4");
 	memset(at_sector(&x, 2, x.c.sb_sector), 0, MD_SB_BYTES);
@@ -486,6 +556,327 @@ test_metadata_recorded_failure_starts_degraded(void **state)
 	x.a = NULL;
 	sb_now(&x, 3, &after);
 	assert_memory_equal(&before, &after, sizeof(before));
+	md_close(&x);
+}
+
+/* mdadm's member d's role in the array (its own superblock says). */
+static unsigned
+role_of(struct md_array *x, unsigned d, struct md_sb *sb)
+{
+	sb_now(x, d, sb);
+	return sb->dev_roles[sb->dev_number];
+}
+
+/*
+ * A member whose I/O fails is failed in the superblocks of every survivor
+ * (its dev_roles entry faulty, events on) before the request that saw the
+ * error is answered, and never touched again: its own superblock keeps
+ * the array as it was, so a restart with every member given leaves it out,
+ * as md does, and the data stays exact.
+ */
+static void
+test_metadata_failure_recorded(void **state)
+{
+	static const char *const cases[] = { "raid5-ls-x4", "raid1-x2-v1.0",
+					     "raid10-n2-x4-v1.1",
+					     "raid5-ra-x3-v1.0-bitmap" };
+	static struct md_array x;
+	static uint8_t model[1 << 20], buf[1 << 20];
+
+	(void)state;
+	for (unsigned k = 0; k < ARRAY_SIZE(cases); k++) {
+		const unsigned victim = 1; /* mdadm's member 1 */
+		struct md_sb vsb, before[MD_DATA_MAX_MEMBERS], sb;
+		struct raid_status st;
+		unsigned role, ops;
+		uint64_t len;
+
+		md_members(&x, cases[k]);
+		assert_int_equal(md_assemble(&x), 0);
+		len = MIN(sizeof(model), x.a->size);
+		t_fill_random(model, len);
+		assert_int_equal(raid_pwrite(x.a, model, len, 0, 0), 0);
+		role = role_of(&x, victim, &vsb);
+		for (unsigned d = 0; d < x.n; d++) {
+			sb_now(&x, d, &before[d]);
+		}
+		/* The member dies; the next write finds out. */
+		x.mm[victim]->fail_always = true;
+		x.mm[victim]->fail_errno = EIO;
+		t_fill_random(model, len);
+		assert_int_equal(raid_pwrite(x.a, model, len, 0, 0), 0);
+		ops = x.mm[victim]->ops;
+		for (unsigned d = 0; d < x.n; d++) {
+			if (d == victim) {
+				continue;
+			}
+			sb_now(&x, d, &sb); /* as the request is answered */
+			assert_int_equal(sb.dev_roles[vsb.dev_number],
+					 MD_ROLE_FAULTY);
+			assert_true(sb.events > before[d].events);
+		}
+		assert_non_null(strstr(t_errors, "array degraded"));
+		assert_int_equal(raid_status(x.a, &st), 0);
+		assert_int_equal(st.state, RAID_ARRAY_DEGRADED);
+		assert_int_equal(st.members[role].state, RAID_MEMBER_FAULTY);
+		/* It comes back to life: nothing is sent to it any more. */
+		x.mm[victim]->fail_always = false;
+		assert_int_equal(raid_pread(x.a, buf, len, 0, 0), 0);
+		assert_memory_equal(buf, model, len);
+		assert_int_equal(raid_flush(x.a), 0);
+		raid_close(x.a);
+		x.a = NULL;
+		assert_int_equal(x.mm[victim]->ops, ops);
+		sb_now(&x, victim, &sb);
+		assert_memory_equal(&sb, &vsb, sizeof(sb));
+		/* Every member given again: the failed one stays out. */
+		md_restart(&x);
+		assert_int_equal(md_assemble(&x), 0);
+		assert_non_null(strstr(t_errors, "recorded as failed"));
+		assert_int_equal(raid_status(x.a, &st), 0);
+		assert_int_equal(st.state, RAID_ARRAY_DEGRADED);
+		assert_int_not_equal(st.members[role].state,
+				     RAID_MEMBER_IN_SYNC);
+		assert_int_equal(raid_pread(x.a, buf, len, 0, 0), 0);
+		assert_memory_equal(buf, model, len);
+		raid_close(x.a);
+		x.a = NULL;
+		sb_now(&x, victim, &sb);
+		assert_memory_equal(&sb, &vsb, sizeof(sb));
+		md_close(&x);
+	}
+}
+
+/*
+ * A parity array found dirty and degraded does not start (md: "cannot
+ * start dirty degraded array") unless force=true; a dirty mirror does,
+ * since any copy is as good as another.  A role merely not given needs
+ * degraded=ok as well.
+ */
+static unsigned faulty_dev; /* a dev_number, for dev_faulty */
+
+static void
+dev_faulty(struct md_sb *sb)
+{
+	sb->dev_roles[faulty_dev] = MD_ROLE_FAULTY;
+	sb->events += 1;
+}
+
+/* mdadm's member 3 failed in the others' superblocks; all found dirty. */
+static void
+dirty_member3_failed(struct md_array *x)
+{
+	struct md_sb sb;
+
+	sb_now(x, 3, &sb);
+	faulty_dev = sb.dev_number;
+	for (unsigned d = 0; d < x->n; d++) {
+		sb_edit(x, d, make_active);
+		if (d != 3) {
+			sb_edit(x, d, dev_faulty);
+		}
+	}
+}
+
+/* A dirty RAID 5 whose last member made is not given. */
+static void
+dirty_raid5_without_one(struct md_array *x)
+{
+	md_members(x, "raid5-ls-x4");
+	for (unsigned d = 0; d < x->n; d++) {
+		sb_edit(x, d, make_active);
+	}
+	x->omit = 1;
+}
+
+static void
+test_metadata_dirty_degraded(void **state)
+{
+	static struct md_array x;
+	static uint8_t buf[64 * 1024];
+	struct raid_status st;
+
+	(void)state;
+	/* Recorded failure, dirty. */
+	md_members(&x, "raid5-ls-x4");
+	dirty_member3_failed(&x);
+	expect_refused(&x, "cannot start dirty degraded array");
+	md_close(&x);
+	md_members(&x, "raid5-ls-x4");
+	dirty_member3_failed(&x);
+	x.cfg.force = true;
+	assert_int_equal(md_assemble(&x), 0);
+	assert_non_null(strstr(t_errors, "force=true: starting a dirty "
+					 "degraded array"));
+	assert_int_equal(raid_status(x.a, &st), 0);
+	assert_int_equal(st.state, RAID_ARRAY_DEGRADED);
+	assert_int_equal(raid_pread(x.a, buf, sizeof(buf), 0, 0), 0);
+	md_close(&x);
+	/* A member not given, dirty: degraded=ok is not enough... */
+	md_members(&x, "raid5-ls-x4");
+	for (unsigned d = 0; d < x.n; d++) {
+		sb_edit(&x, d, make_active);
+	}
+	x.omit = 1;
+	expect_refused(&x, "degraded=ok starts without it");
+	x.omit = 0;
+	md_close(&x); /* a refused assembly may have reordered them */
+	dirty_raid5_without_one(&x);
+	x.cfg.degraded_ok = true;
+	expect_refused(&x, "cannot start dirty degraded array");
+	x.omit = 0;
+	md_close(&x);
+	/* ...force=true as well. */
+	dirty_raid5_without_one(&x);
+	x.cfg.degraded_ok = true;
+	x.cfg.force = true;
+	assert_int_equal(md_assemble(&x), 0);
+	assert_int_equal(raid_status(x.a, &st), 0);
+	assert_int_equal(st.state, RAID_ARRAY_DEGRADED);
+	x.omit = 0;
+	md_close(&x);
+	/* A dirty mirror missing a member: degraded=ok alone. */
+	md_members(&x, "raid1-x2-v1.0");
+	for (unsigned d = 0; d < x.n; d++) {
+		sb_edit(&x, d, make_active);
+	}
+	x.omit = 1;
+	x.cfg.degraded_ok = true;
+	assert_int_equal(md_assemble(&x), 0);
+	assert_int_equal(raid_status(x.a, &st), 0);
+	assert_int_equal(st.state, RAID_ARRAY_DEGRADED);
+	x.omit = 0;
+	md_close(&x);
+}
+
+/*
+ * A member failed on a clean array, with no write after: its own
+ * superblock, never written again, ends more than one event behind the
+ * others (md's two updates: the failure, then the member leaving the
+ * personality), so md and mdadm see it stale by the events alone, not as
+ * a member that merely missed the last update.  Removal is one update.
+ */
+static void
+test_metadata_failed_member_two_events_behind(void **state)
+{
+	static struct md_array x;
+	struct md_sb sb, failed;
+	uint64_t events0;
+	unsigned df = 0;
+
+	(void)state;
+	md_members(&x, "raid5-ls-x4");
+	assert_int_equal(md_assemble(&x), 0);
+	for (unsigned d = 0; d < x.n; d++) {
+		sb_now(&x, d, &sb);
+		if (md_sb_role(&sb) == 1) {
+			df = d;
+		}
+	}
+	sb_now(&x, df, &failed);
+	events0 = failed.events;
+	assert_int_equal(raid_fail_member(x.a, 1, NULL), 0);
+	for (unsigned d = 0; d < x.n; d++) {
+		sb_now(&x, d, &sb);
+		if (d == df) {
+			assert_memory_equal(&sb, &failed, sizeof(sb));
+			continue;
+		}
+		assert_int_equal(sb.events, events0 + 2);
+		assert_int_equal(sb.dev_roles[failed.dev_number],
+				 MD_ROLE_FAULTY);
+		assert_int_equal(sb.resync_offset, MD_RESYNC_DONE);
+	}
+	assert_int_equal(raid_remove_member(x.a, 1), 0);
+	raid_close(x.a);
+	x.a = NULL;
+	for (unsigned d = 0; d < x.n; d++) {
+		sb_now(&x, d, &sb);
+		if (d == df) {
+			assert_memory_equal(&sb, &failed, sizeof(sb));
+			continue;
+		}
+		assert_int_equal(sb.events, events0 + 3);
+		assert_int_equal(sb.dev_roles[failed.dev_number],
+				 MD_ROLE_SPARE);
+	}
+	md_close(&x);
+}
+
+static uint64_t resync_at; /* sectors, for resync_from */
+
+static void
+resync_from(struct md_sb *sb)
+{
+	sb->resync_offset = resync_at;
+}
+
+/* Garbage in the parity of stripe row s. */
+static void
+spoil_parity(struct md_array *x, uint64_t s)
+{
+	struct raid_loc l = { raid5_parity_member(&x->a->g, s), s };
+
+	mem_of(&x->a->members[l.member])
+		->data[geom_member_offset(&x->a->g, &l, 77)] ^= 0x3c;
+}
+
+/*
+ * An array found dirty is resynced from its resync_offset (md's
+ * recovery_cp), not before it; at the end it is owed nothing and a clean
+ * stop writes resync_offset all ones.
+ */
+static void
+test_metadata_resync_from_checkpoint(void **state)
+{
+	static struct md_array x;
+	struct raid_check_result res;
+	struct md_sb sb;
+	uint64_t rows;
+
+	(void)state;
+	md_members(&x, "raid5-ls-x4");
+	resync_at = 0;
+	for (unsigned d = 0; d < x.n; d++) {
+		sb_edit(&x, d, make_active);
+	}
+	assert_int_equal(md_assemble(&x), 0);
+	rows = x.a->g.member_chunks;
+	assert_true(rows > 8);
+	spoil_parity(&x, 1);
+	spoil_parity(&x, rows - 1);
+	assert_int_equal(raid_check(x.a, &res), 0);
+	assert_int_equal(res.mismatched, 2);
+	assert_int_equal(sync_run_due(x.a), 0);
+	assert_non_null(strstr(t_errors, "resync finished"));
+	assert_int_equal(raid_check(x.a, &res), 0);
+	assert_int_equal(res.mismatched, 0);
+	raid_close(x.a);
+	x.a = NULL;
+	for (unsigned d = 0; d < x.n; d++) {
+		sb_now(&x, d, &sb);
+		assert_int_equal(sb.resync_offset, MD_RESYNC_DONE);
+	}
+	md_close(&x);
+	/* From a checkpoint: what is before it is taken as in sync. */
+	md_members(&x, "raid5-ls-x4");
+	assert_int_equal(md_assemble(&x), 0);
+	rows = x.a->g.member_chunks;
+	resync_at = rows / 2 * x.a->chunk_bytes / RAID_SECTOR_BYTES;
+	raid_close(x.a);
+	x.a = NULL;
+	for (unsigned d = 0; d < x.n; d++) {
+		sb_edit(&x, d, resync_from);
+	}
+	md_restart(&x);
+	assert_int_equal(md_assemble(&x), 0);
+	spoil_parity(&x, 1);
+	spoil_parity(&x, rows - 1);
+	assert_int_equal(sync_run_due(x.a), 0);
+	assert_non_null(strstr(t_errors, "resync resumed at"));
+	assert_int_equal(raid_check(x.a, &res), 0);
+	assert_int_equal(res.mismatched, 1);
+	assert_int_equal(res.first[0], 1);
 	md_close(&x);
 }
 
@@ -558,12 +949,20 @@ main(void)
 				       t_setup),
 		cmocka_unit_test_setup(test_metadata_found_active_stays_active,
 				       t_setup),
+		cmocka_unit_test_setup(test_metadata_failure_recorded, t_setup),
+		cmocka_unit_test_setup(test_metadata_resync_from_checkpoint,
+				       t_setup),
+		cmocka_unit_test_setup(test_metadata_dirty_degraded, t_setup),
 		cmocka_unit_test_setup(test_metadata_bitmap_marked_stale,
 				       t_setup),
 		cmocka_unit_test_setup(test_metadata_refusals, t_setup),
+		cmocka_unit_test_setup(test_metadata_rebuilding_member_resumes,
+				       t_setup),
 		cmocka_unit_test_setup(
 			test_metadata_recorded_failure_starts_degraded,
 			t_setup),
+		cmocka_unit_test_setup(
+			test_metadata_failed_member_two_events_behind, t_setup),
 		cmocka_unit_test_setup(test_metadata_force_takes_stale_back,
 				       t_setup),
 		cmocka_unit_test_setup(test_metadata_settings_must_agree,

@@ -168,6 +168,35 @@ test_raid5_map_matches_model(void **state)
 	}
 }
 
+/* unmap: every place of a row, parity too, gives its stripe's first chunk;
+ * rows past the members' end hold nothing. */
+static void
+test_raid5_unmap_gives_the_stripe(void **state)
+{
+	struct raid_geom g;
+	uint64_t k;
+
+	(void)state;
+	for (unsigned a = 0; a < 4; a++) {
+		for (unsigned n = 3; n <= 8; n++) {
+			setup_geom(&g, n, 2 * n + 1, names[a]);
+			for (uint64_t s = 0; s <= g.member_chunks; s++) {
+				for (unsigned m = 0; m < n; m++) {
+					bool used = raid5_layout.unmap(&g, m, s,
+								       &k);
+
+					assert_int_equal(used,
+							 s < g.member_chunks);
+					if (used) {
+						assert_int_equal(k,
+								 s * (n - 1));
+					}
+				}
+			}
+		}
+	}
+}
+
 /* Default layout, aliases, names; refusals. */
 static void
 test_raid5_setup_names_and_refusals(void **state)
@@ -781,6 +810,9 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_raid5_md_layout_numbers,
 						fixture_setup,
 						fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_raid5_unmap_gives_the_stripe, fixture_setup,
+			fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_raid5_matches_md_pictures,
 						fixture_setup,
 						fixture_teardown),

@@ -5,11 +5,15 @@
 # tests/vm/guest-main.sh there.  Parts: fs (nbd-client, ext4, fstrim, the
 # kernel's requests), md (md's layouts in raw mode, both directions) and
 # mdid (md superblocks: nbdraid create -> md assemble, mdadm --create ->
-# nbdraid from the members alone -> md again); default all three.
+# nbdraid from the members alone -> md again) and degraded (a member failed
+# under nbdraid -> md assembles degraded; mdadm --fail -> nbdraid serves
+# degraded -> md again) and recovery (a rebuild onto a spare stopped by
+# nbdraid -> md resumes and finishes it; stopped by md -> nbdraid resumes
+# and finishes it -> md again); default all five.
 # The guest's output streams to stdout, so the CI log keeps it.
 #
 # Environment: NBDRAID_PLUGIN, NBDRAID_CLI (default: build/ under the
-# source tree), VM_TIMEOUT (default 1100 s: a loaded machine runs the VM twice as slowly).  Exit 77 (skipped) only when
+# source tree), VM_TIMEOUT (default 1500 s: a loaded machine runs the VM twice as slowly).  Exit 77 (skipped) only when
 # not root or a package is missing; .ci/deps --vm installs them.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd -P)
@@ -42,7 +46,7 @@ if [ "$accel" = auto ]; then # as run-in-vm.sh decides
     accel=tcg
     [ -w /dev/kvm ] && grep -qwE 'vmx|svm' /proc/cpuinfo && accel=kvm
 fi
-echo "tests/vm: booting $(ls /boot/vmlinuz-* | sort -V | tail -1) under $accel, parts: ${*:-fs md mdid}"
+echo "tests/vm: booting $(ls /boot/vmlinuz-* | sort -V | tail -1) under $accel, parts: ${*:-fs md mdid degraded recovery}"
 VM_SHARE=$SRC VM_PASS_ENV="NBDRAID_SRC NBDRAID_PLUGIN NBDRAID_CLI" \
-VM_MEM=${VM_MEM:-3G} VM_TIMEOUT=${VM_TIMEOUT:-1100} \
+VM_MEM=${VM_MEM:-3G} VM_TIMEOUT=${VM_TIMEOUT:-1500} \
     exec bash "$SRC/tests/vm/run-in-vm.sh" "$SRC/tests/vm/guest-main.sh" "$@"

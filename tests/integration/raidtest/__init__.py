@@ -21,7 +21,13 @@ puts its own folder on sys.path and imports what it needs from:
                      aio_result, check_array, ...)
   workload           Workload: random I/O over several connections in
                      disjoint regions, checked against a Model;
-                     random_pass, fill, verify_readback, new_array
+                     random_pass, fill, verify_readback, new_array;
+                     Background: the load in a thread, for as long as
+                     the caller does something to the array
+  mdarray            md arrays by `nbdraid create`, examine (nbdraid's
+                     and mdadm's), their Geometry, nbdraid map; Control
+                     (status --json, fail, remove) and EventLog (an
+                     event= program and its log)
   members            verify_members / verify_parity: every copy of every
                      array byte in the member files where Geometry says,
                      nothing written outside the map, RAID5 parity

@@ -5,7 +5,9 @@ connections, each in its own regions so no two requests in flight overlap,
 and checks every read as it completes.  random_pass is the whole pass the
 random tests share (its own nbdkit; size and flags, concurrent and serial
 phases, read-back, clean stop); fill and verify_readback write and read the
-whole array.  For the random tests: random_chunk and member_sizes (sizes
+whole array; Background runs the concurrent phase in a thread of its own
+until stopped, while the caller does something to the array (fails a
+member ...).  For the random tests: random_chunk and member_sizes (sizes
 that are not whole chunks), and new_array (sparse members, plugin
 parameters and an empty Model).
 """
@@ -145,6 +147,30 @@ class Workload:
             lo, hi = rng.choice(regions)
             self.batch(h, rng, self.disjoint_ops(rng, lo, hi))
 
+    def thread_until(self, idx, regions, stop, seed_):
+        rng = random.Random(seed_)
+        h = self.handles[idx]
+        try:
+            while not stop.is_set():
+                lo, hi = rng.choice(regions)
+                self.batch(h, rng, self.disjoint_ops(rng, lo, hi))
+        except BaseException:
+            stop.set()      # one connection failed: the others stop too
+            raise
+
+    def concurrent_until(self, stop):
+        """Phase A until stop (a threading.Event) is set, or until a
+        connection fails (which sets it)."""
+        regions = split_regions(self.rng, self.geo.size, 2 * self.conns)
+        run_threads(self.thread_until,
+                    [(regions[i::self.conns], stop, self.rng.getrandbits(64))
+                     for i in range(self.conns)])
+
+    def snapshot(self):
+        """The request counts so far, by kind."""
+        with self.count_lock:
+            return dict(self.counts)
+
     def concurrent_phase(self, steps):
         regions = split_regions(self.rng, self.geo.size, 2 * self.conns)
         run_threads(self.thread_main,
@@ -176,6 +202,53 @@ class Workload:
                 h.flush()
             except nbd.Error as e:
                 fail("final flush: %s" % e)
+
+
+class Background:
+    """A Workload's concurrent phase running in a thread of its own while
+    the caller does something to the array (fails a member ...):
+
+        bg = Background(w).start()
+        bg.wait(1.0)        # load for a second; fails if the load failed
+        ...
+        bg.stop()           # stop it; raises what failed in it
+    """
+
+    def __init__(self, w):
+        self.w = w
+        self.stop_event = threading.Event()
+        self.error = None
+        self.thread = threading.Thread(target=self._main)
+
+    def _main(self):
+        try:
+            self.w.concurrent_until(self.stop_event)
+        except BaseException as e:  # reported by wait() and stop()
+            self.error = e
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def check(self):
+        """Raise what failed in the load, or fail if it ended early."""
+        if self.thread.is_alive():
+            return
+        if self.error is not None:
+            raise self.error
+        if not self.stop_event.is_set():
+            fail("the load ended by itself")
+
+    def wait(self, seconds):
+        """Let the load run for seconds (less if it fails: then raise)."""
+        self.thread.join(seconds)
+        self.check()
+
+    def stop(self):
+        self.stop_event.set()
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
 
 
 def random_chunk(rng):

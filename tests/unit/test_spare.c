@@ -1,0 +1,364 @@
+/*
+ * test_spare.c: spares (src/spare.c) over real files: an array made by
+ * raid_create, opened by raid_open with spare= or given one by
+ * raid_add_member; every superblock read back with raid_examine.
+ *
+ * Proves: a spare's superblock is md's (role 0xffff, the array's UUID,
+ * its own dev_number in every role table, the events of the others); a
+ * member carrying another array's superblock, one too small, and spares
+ * in raw mode are refused; a spare takes a missing or failed role as
+ * rebuilding with md's fields (role, feature 0x2, recovery_offset 0);
+ * the engine's checkpoint and end write what md writes; a restart
+ * resumes at the checkpoint; status and JSON list spares.
+ */
+#undef NDEBUG
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "array.h"
+#include "helpers.h"
+#include "superblock.h"
+
+#define MiB	     (1u << 20)
+#define MEMBER_BYTES (32 * MiB)
+#define MAX_FILES    8
+#define DEV_NONE     UINT32_MAX
+
+static char dir[64];
+static bool open_degraded; /* open_array gives degraded=ok */
+static char files[MAX_FILES][96];
+
+/* files[i]: a sparse file of `bytes` in a fresh folder. */
+static void
+make_file(unsigned i, uint64_t bytes)
+{
+	int fd;
+
+	snprintf(files[i], sizeof(files[i]), "%s/m%u.img", dir, i);
+	fd = open(files[i], O_RDWR | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, bytes), 0);
+	close(fd);
+}
+
+static int
+setup(void **state)
+{
+	snprintf(dir, sizeof(dir), "/tmp/nbdraid-spare-XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	for (unsigned i = 0; i < MAX_FILES; i++) {
+		make_file(i, MEMBER_BYTES);
+	}
+	return t_setup(state);
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	for (unsigned i = 0; i < MAX_FILES; i++) {
+		unlink(files[i]);
+	}
+	rmdir(dir);
+	return 0;
+}
+
+/* An md array of `level` on files[first .. first + n). */
+static void
+create(int level, unsigned first, unsigned n)
+{
+	char *members[MAX_FILES];
+	struct raid_create_spec spec = { .level = level,
+					 .chunk_bytes = 64 << 10,
+					 .name = "spare",
+					 .homehost = "test",
+					 .minor = 2,
+					 .members = members,
+					 .nr_members = n };
+	struct raid_create_result res;
+
+	for (unsigned i = 0; i < n; i++) {
+		members[i] = files[first + i];
+	}
+	assert_int_equal(raid_create(&spec, NULL, NULL, &res), 0);
+}
+
+/* Open files[0 .. n) (+ spare=files[s] unless s < 0); r is raid_open's. */
+static int
+open_array(unsigned n, int s, bool force, struct raid_array **a)
+{
+	struct raid_config cfg;
+	int r;
+
+	raid_config_init(&cfg);
+	raid_config_set(&cfg, "io", "psync");
+	for (unsigned i = 0; i < n; i++) {
+		raid_config_set(&cfg, "member", files[i]);
+	}
+	if (s >= 0) {
+		raid_config_set(&cfg, "spare", files[s]);
+	}
+	if (force) {
+		raid_config_set(&cfg, "force", "true");
+	}
+	if (open_degraded) {
+		raid_config_set(&cfg, "degraded", "ok");
+	}
+	t_errors[0] = '\0';
+	r = raid_open(&cfg, a);
+	raid_config_free(&cfg);
+	return r;
+}
+
+static void
+examine(unsigned i, struct raid_examine *ex)
+{
+	char why[160];
+
+	assert_int_equal(raid_examine(files[i], ex, why, sizeof(why)), 0);
+}
+
+/* A blank file given as spare= gets md's spare superblock. */
+static void
+test_spare_written_on_blank_member(void **state)
+{
+	struct raid_examine m0, sp;
+	struct raid_status st;
+	struct raid_array *a;
+	char *json;
+
+	(void)state;
+	create(5, 0, 3);
+	assert_int_equal(open_array(3, 3, false, &a), 0);
+	examine(0, &m0);
+	examine(3, &sp);
+	assert_memory_equal(sp.uuid, m0.uuid, 16);
+	assert_memory_not_equal(sp.device_uuid, m0.device_uuid, 16);
+	assert_int_equal(sp.role, RAID_ROLE_SPARE);
+	assert_int_equal(sp.dev_number, 3); /* first entry unused */
+	assert_int_equal(m0.roles[3], RAID_ROLE_SPARE);
+	assert_int_equal(sp.events, m0.events);
+	assert_int_equal(sp.data_offset, m0.data_offset);
+	assert_int_equal(sp.used_sectors, m0.used_sectors);
+	assert_int_equal(sp.super_offset, m0.super_offset);
+	assert_int_equal(sp.feature_map & 0x2, 0);
+	raid_status(a, &st);
+	assert_int_equal(st.state, RAID_ARRAY_OPTIMAL);
+	assert_int_equal(st.nr_spares, 1);
+	assert_int_equal(st.spares[0].state, RAID_MEMBER_SPARE);
+	assert_string_equal(st.spares[0].path, files[3]);
+	json = raid_status_json(&st);
+	assert_non_null(strstr(json, "{\"role\":null,\"path\":\""));
+	assert_non_null(strstr(json, "\"state\":\"spare\""));
+	free(json);
+	raid_close(a);
+	/* Again: its superblock is kept; as member= it is a spare too. */
+	assert_int_equal(open_array(3, 3, false, &a), 0);
+	raid_status(a, &st);
+	assert_int_equal(st.nr_spares, 1);
+	raid_close(a);
+	assert_int_equal(open_array(4, -1, false, &a), 0);
+	raid_status(a, &st);
+	assert_int_equal(st.nr_members, 3);
+	assert_int_equal(st.nr_spares, 1);
+	assert_string_equal(st.spares[0].path, files[3]);
+	raid_close(a);
+}
+
+/* Another array's superblock, too small, raw mode: refused, named. */
+static void
+test_spare_refusals(void **state)
+{
+	struct raid_config cfg;
+	struct raid_array *a;
+
+	(void)state;
+	create(1, 0, 2);
+	create(1, 4, 2); /* another array on files 4 and 5 */
+	assert_true(open_array(2, 4, false, &a) < 0);
+	assert_non_null(strstr(t_errors, "carries the superblock of array"));
+	assert_non_null(strstr(t_errors, "not overwritten without force"));
+	assert_int_equal(open_array(2, 4, true, &a), 0); /* force */
+	raid_close(a);
+	make_file(6, 4 * MiB);
+	assert_true(open_array(2, 6, false, &a) < 0);
+	assert_non_null(strstr(t_errors, "too small"));
+	make_file(6, MEMBER_BYTES);
+	/*
+	 * A member of this array in a role, given as spare=, is that member
+	 * (md assembles every device alike): a spare that was rebuilt into a
+	 * role is found there at the next start with the same settings.
+	 * add of such a member is refused: it is no spare.
+	 */
+	{
+		struct raid_status st;
+
+		assert_int_equal(open_array(1, 1, false, &a), 0);
+		assert_int_equal(raid_status(a, &st), 0);
+		assert_int_equal(st.state, RAID_ARRAY_OPTIMAL);
+		assert_int_equal(st.nr_spares, 0);
+		raid_close(a);
+		open_degraded = true;
+		assert_int_equal(open_array(1, -1, false, &a), 0);
+		open_degraded = false;
+		assert_true(raid_add_member(a, files[1], false) < 0);
+		assert_non_null(
+			strstr(t_errors, "a member of this array (role 0x1)"));
+		raid_close(a);
+	}
+	/* Raw mode: nowhere to record a spare. */
+	raid_config_init(&cfg);
+	raid_config_set(&cfg, "metadata", "none");
+	raid_config_set(&cfg, "level", "1");
+	raid_config_set(&cfg, "member", files[6]);
+	raid_config_set(&cfg, "member", files[7]);
+	raid_config_set(&cfg, "spare", files[3]);
+	assert_int_equal(raid_config_check(&cfg), -EINVAL);
+	assert_non_null(strstr(t_last_error, "spare= needs md superblocks"));
+	raid_config_free(&cfg);
+	raid_config_init(&cfg);
+	raid_config_set(&cfg, "io", "psync");
+	raid_config_set(&cfg, "level", "1");
+	raid_config_set(&cfg, "member", files[6]);
+	raid_config_set(&cfg, "member", files[7]);
+	raid_config_set(&cfg, "spare", files[3]);
+	assert_true(raid_open(&cfg, &a) < 0);
+	assert_non_null(strstr(t_errors, "raw mode"));
+	raid_config_free(&cfg);
+}
+
+/*
+ * raid_add_member into a failed role: the faulty member is removed, the
+ * new one takes the role as rebuilding with md's fields; a checkpoint and
+ * the end write what md writes; a restart resumes at the checkpoint.
+ */
+static void
+test_spare_add_takes_failed_role(void **state)
+{
+	struct raid_examine m0, nw, old;
+	struct raid_member *m;
+	struct raid_array *a;
+
+	(void)state;
+	create(5, 0, 3);
+	assert_int_equal(open_array(3, -1, false, &a), 0);
+	assert_int_equal(raid_fail_member(a, 1, "test"), 0);
+	assert_int_equal(raid_add_member(a, files[3], false), 0);
+	m = &a->members[1];
+	assert_int_equal(atomic_load(&m->state), RAID_MEMBER_REBUILDING);
+	assert_string_equal(m->path, files[3]);
+	assert_int_equal(atomic_load(&m->rebuilt), 0);
+	assert_int_equal(a->meta->nr_spares, 0);
+	examine(0, &m0);
+	examine(3, &nw);
+	examine(1, &old);
+	assert_int_equal(nw.role, 1);
+	assert_int_equal(nw.dev_number, 3);
+	assert_true(nw.feature_map & 0x2);
+	assert_int_equal(nw.recovery_offset, 0);
+	assert_int_equal(nw.events, m0.events);
+	assert_int_equal(m0.roles[3], 1);
+	assert_int_equal(m0.roles[old.dev_number], RAID_ROLE_SPARE);
+	assert_int_equal(array_state_now(a), RAID_ARRAY_REBUILDING);
+	/* The engine's checkpoint, then a restart resumes there. */
+	assert_int_equal(array_checkpoint_recovery(a, 1, 2 * MiB), 0);
+	examine(3, &nw);
+	assert_int_equal(nw.recovery_offset, 2 * MiB / 512);
+	examine(0, &m0);
+	assert_int_equal(nw.events, m0.events);
+	raid_close(a);
+	memcpy(files[7], files[1], sizeof(files[7]));
+	memcpy(files[1], files[3], sizeof(files[1]));
+	assert_int_equal(open_array(3, -1, false, &a), 0);
+	m = &a->members[1];
+	assert_int_equal(atomic_load(&m->state), RAID_MEMBER_REBUILDING);
+	assert_int_equal(atomic_load(&m->rebuilt), 2 * MiB);
+	/* The end: in sync, feature 0x2 gone, optimal. */
+	assert_int_equal(array_recovery_done(a, 1), 0);
+	assert_int_equal(atomic_load(&m->state), RAID_MEMBER_IN_SYNC);
+	assert_int_equal(array_state_now(a), RAID_ARRAY_OPTIMAL);
+	assert_non_null(strstr(t_errors, "event SpareActive"));
+	examine(1, &nw);
+	assert_int_equal(nw.feature_map & 0x2, 0);
+	assert_int_equal(nw.role, 1);
+	assert_int_equal(array_recovery_done(a, 1), -EINVAL);
+	raid_close(a);
+	memcpy(files[1], files[7], sizeof(files[1]));
+	snprintf(files[7], sizeof(files[7]), "%s/m7.img", dir);
+}
+
+/* A member failing with a spare present: the spare takes its role. */
+static void
+test_spare_taken_when_member_fails(void **state)
+{
+	struct raid_status st;
+	struct raid_array *a;
+
+	(void)state;
+	create(1, 0, 2);
+	assert_int_equal(open_array(2, 3, false, &a), 0);
+	assert_int_equal(raid_fail_member(a, 0, "test"), 0);
+	raid_status(a, &st);
+	assert_int_equal(st.nr_spares, 0);
+	assert_int_equal(st.members[0].state, RAID_MEMBER_REBUILDING);
+	assert_string_equal(st.members[0].path, files[3]);
+	assert_int_equal(st.state, RAID_ARRAY_REBUILDING);
+	assert_non_null(strstr(t_errors, "event MemberRemoved"));
+	raid_close(a);
+}
+
+/* A degraded array started with a spare takes it at once. */
+static void
+test_spare_taken_at_start_when_degraded(void **state)
+{
+	struct raid_config cfg;
+	struct raid_array *a;
+
+	(void)state;
+	create(5, 0, 3);
+	raid_config_init(&cfg);
+	raid_config_set(&cfg, "io", "psync");
+	raid_config_set(&cfg, "member", files[0]);
+	raid_config_set(&cfg, "member", files[2]);
+	raid_config_set(&cfg, "degraded", "ok");
+	raid_config_set(&cfg, "spare", files[3]);
+	assert_int_equal(raid_open(&cfg, &a), 0);
+	assert_int_equal(atomic_load(&a->members[1].state),
+			 RAID_MEMBER_REBUILDING);
+	assert_string_equal(a->members[1].path, files[3]);
+	raid_close(a);
+	raid_config_free(&cfg);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+			test_spare_written_on_blank_member, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_spare_refusals, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_spare_add_takes_failed_role, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_spare_taken_when_member_fails, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_spare_taken_at_start_when_degraded, setup,
+			teardown),
+	};
+
+	t_init();
+	raid_set_log(t_capture_log);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
