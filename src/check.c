@@ -129,6 +129,34 @@ slice_ok(struct raid_array *a, const struct unit *un, uint8_t **bufs,
 	return true;
 }
 
+#define MISMATCH_PAGE 4096u /* md's RAID 5 counts its stripe pages */
+
+/*
+ * Bytes of the slice in the 4K pages that disagree (slice_ok said no; x
+ * still holds the XOR of a parity row): md's mismatch_cnt counts them.
+ */
+static uint64_t
+slice_bad_bytes(struct raid_array *a, const struct unit *un, uint8_t **bufs,
+		const uint8_t *x, uint32_t len)
+{
+	uint64_t bad = 0;
+
+	for (uint32_t at = 0; at < len; at += MISMATCH_PAGE) {
+		uint32_t n = MIN(MISMATCH_PAGE, len - at);
+		bool differs = false;
+
+		if (a->layout->stripe_pieces) {
+			differs = x[at] || memcmp(x + at, x + at + 1, n - 1);
+		}
+		for (unsigned i = 1;
+		     !a->layout->stripe_pieces && i < un->n && !differs; i++) {
+			differs = memcmp(bufs[0] + at, bufs[i] + at, n) != 0;
+		}
+		bad += differs ? n : 0;
+	}
+	return bad;
+}
+
 /* Rewrite the slice as md's repair: parity from data, or from copy 0. */
 static int
 slice_fix(struct raid_array *a, struct batch *b, const struct unit *un,
@@ -164,8 +192,8 @@ slice_fix(struct raid_array *a, struct batch *b, const struct unit *un,
 
 /*
  * Check (and repair) unit u: 1 consistent, 0 not (repaired), -errno.
- * bad_bytes (or NULL): add the bytes of the slices that disagreed, every
- * one of them (else a check stops at the first).
+ * bad_bytes (or NULL): add the bytes of the 4K pages that disagree, in
+ * every slice (else a check stops at the first).
  */
 static int
 unit_scrub(struct raid_array *a, struct batch *b, uint64_t u, bool repair,
@@ -191,7 +219,7 @@ unit_scrub(struct raid_array *a, struct batch *b, uint64_t u, bool repair,
 		}
 		ok = false;
 		if (bad_bytes) {
-			*bad_bytes += len;
+			*bad_bytes += slice_bad_bytes(a, &un, bufs, x, len);
 		}
 		if (!repair) {
 			if (!bad_bytes) {

@@ -22,7 +22,7 @@
  *             superblocks' resync_offset, each made consistent as repair
  *             does (parity from data, copies from the first); checkpointed
  *             in resync_offset (meta->resync_cp) the same way.
- *   check     the same units, counting disagreeing bytes (md's
+ *   check     the same units, counting the 4K pages that disagree (md's
  *   repair    mismatch_cnt, in sectors); repair rewrites them.
  *
  * Ranges that are holes on every member read are neither read nor

@@ -519,12 +519,8 @@ def scrub_case(d, rng, level, layout, n):
     a.fill(rng)
     a.ctl.wait_clean()
     a.stop()
-    # What a unit's slices are (src/check.c): a unit is a stripe row
-    # (RAID 5) or one of the array's chunks (mirrors: the served chunk,
-    # 512K for a RAID 1); it is compared in slices of at most 1 MiB, and a
-    # slice that disagrees anywhere counts whole, in 512-byte sectors.
-    chunk = st["chunk"]
-    slice_ = min(chunk, MiB)
+    # md's mismatch_cnt (src/check.c): the 4K pages of a unit (a stripe
+    # row, or a mirror's chunk) that disagree, in 512-byte sectors.
     c = a.geo.chunk
     planted = []       # (what, member, offset in the file, bytes)
     if level == 5:
@@ -538,7 +534,7 @@ def scrub_case(d, rng, level, layout, n):
         planted.append(("4K of data chunk %d" % k, m,
                         a.data_off + mc * c + 8192, pattern(rng, 4096)))
         data_hit = [(k * c + 8192, planted[-1][3])]
-        units = 2
+        pages = c // 4096 + 1       # all of a parity chunk, one page
     else:
         planted.append(("4K of chunk 0's second copy", 1,
                         a.data_off + 5 * 512, pattern(rng, 4096)))
@@ -547,23 +543,18 @@ def scrub_case(d, rng, level, layout, n):
                         a.data_off + far, b"\x5a" if
                         a.model.data[far] != 0x5a else b"\xa5"))
         data_hit = []
-        units = 1
-        # The last chunk may be partial: its slice is what is left of it.
-        last = (a.geo.size - 1) // chunk * chunk
-        slice_last = min(MiB, a.geo.size - last)
+        pages = 2 + 1   # 4K at 2560 spans two pages; one byte, one page
     for _, m, off, data in planted:
         write_at(a.paths[m], off, data)
-    want = units * slice_ // 512
-    if level != 5:
-        want += slice_last // 512
+    want = pages * 4096 // 512
     a.serve()
     t0 = int(time.time())
     a.ctl.run("speed", *FAST)
     a.ctl.run("scrub", "check")
     lc = wait_check(a, "check", t0)
     check(lc["mismatch_cnt"] == want, "%s: check counted %d sectors, want %d"
-          " (%d units of %d-byte slices): planted %s" % (
-              label, lc["mismatch_cnt"], want, len(planted), slice_,
+          " (%d pages of 4K): planted %s" % (
+              label, lc["mismatch_cnt"], want, pages,
               [p[0] for p in planted]))
     a.events.wait("CheckFinished %s %d" % (a.name, want))
     a.ctl.run("scrub", "repair")
