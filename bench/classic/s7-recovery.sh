@@ -43,7 +43,7 @@ else
 fi
 R7_SPARSE_PCT=10
 
-R7_CSV_HEAD="medium,rep,config,case,load,speed_min,speed_max,bytes,seconds,done_bytes,total_bytes,finished,total_seconds,before_iops,during_iops,after_iops,before_mbps,during_mbps,after_mbps,srv_cpu,host_cpu,data_pct,rows_pct"
+R7_CSV_HEAD="medium,rep,config,case,load,speed_min,speed_max,bytes,seconds,done_bytes,total_bytes,finished,total_seconds,before_iops,during_iops,after_iops,before_mbps,during_mbps,after_mbps,srv_cpu,host_cpu,during_seconds,data_pct,rows_pct"
 
 # r7_init: the CLI (a private copy, as the plugin), the CSV.
 r7_init() {
@@ -209,7 +209,8 @@ r7_row() {
 		[$pre, (.seconds | n), (.done_bytes | n), (.total_bytes | n), (.finished | n),
 		 (.total_seconds | n), (.before.iops | n), (.during.iops | n), (.after.iops | n),
 		 (.before.mbps | n), (.during.mbps | n), (.after.mbps | n),
-		 (.during.srv_cpu | n), (.during.host_cpu | n), $tail] | join(",")' "$9" >>"$R7_CSV"
+		 (.during.srv_cpu | n), (.during.host_cpu | n), (.during.seconds | n), $tail]
+		| join(",")' "$9" >>"$R7_CSV"
 }
 
 # r7_recover MEDIUM REP CONFIG CASE LOAD SMIN SMAX [timer options]: serve,
