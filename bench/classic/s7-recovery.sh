@@ -42,6 +42,8 @@ else
 	: "${R7_LOADS:=randread:4k:8 randwrite:4k:8}"
 fi
 R7_SPARSE_PCT=10
+# Environment: R7_CONFIGS, R7_TMPFS_SIZE, R7_DISK_SIZE, R7_WIN, R7_CAP,
+# R7_LOADS (above), R7_ARGS (more plugin settings), NBDRAID (the CLI).
 
 R7_CSV_HEAD="medium,rep,config,case,load,speed_min,speed_max,bytes,seconds,done_bytes,total_bytes,finished,total_seconds,before_iops,during_iops,after_iops,before_mbps,during_mbps,after_mbps,srv_cpu,host_cpu,during_seconds,data_pct,rows_pct"
 
@@ -149,6 +151,9 @@ r7_serve() {
 	local members=() m args=()
 	for m in "${R7_M[@]}"; do members+=("member=$m"); done
 	[ "$1" = tmpfs ] || args+=(direct=true)
+	# R7_ARGS: more plugin settings, e.g. "io=uring" (an experiment).
+	# shellcheck disable=SC2206
+	args+=(${R7_ARGS:-})
 	R7_CTL=$RUN/r7.ctl
 	rm -f "$R7_CTL"
 	start_server "r7-$1-$2" "$PLUGIN" "${members[@]}" "spare=$R7_S" control="$R7_CTL" "${args[@]}"
