@@ -359,11 +359,7 @@ unit_range(const struct pass *p, uint64_t chunk_no, uint64_t *lo, uint64_t *hi)
 static bool
 is_hole(struct raid_member *m, uint64_t off, uint64_t len)
 {
-	uint64_t run;
-	bool hole;
-
-	member_extent(m, off, len, &hole, &run);
-	return hole && run >= len;
+	return member_hole(m, off, len);
 }
 
 /*
