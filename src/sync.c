@@ -315,6 +315,13 @@ struct pass {
 	unsigned last_tenth; /* progress logged at every 10 % */
 	struct batch b;
 	uint8_t *mem; /* scratch: (members + 1) slices */
+	/* Recovery: the slice rebuilt last, written with the next one's
+	 * reads (pend_len 0: none); which of two buffers a mirror reads into.
+	 */
+	const uint8_t *pend_buf;
+	uint64_t pend_off;
+	uint32_t pend_len;
+	unsigned flip;
 };
 
 static uint64_t
@@ -363,9 +370,61 @@ is_hole(struct raid_member *m, uint64_t off, uint64_t len)
 }
 
 /*
+ * Run what is queued; a write error of the member being rebuilt fails it
+ * (its reads are never queued).  0 or -errno.
+ */
+static int
+rebuild_run(struct pass *p)
+{
+	int r = batch_run(&p->b);
+
+	if (r < 0 && ((batch_failed_writes(&p->b) >> p->role) & 1)) {
+		array_fail(p->a, (unsigned)p->role,
+			   "write error during recovery", FAIL_WRITE);
+	}
+	return r;
+}
+
+/* Queue the write of the slice rebuilt last, if any. */
+static int
+queue_pending(struct pass *p)
+{
+	struct raid_member *t = &p->a->members[p->role];
+	int r = 0;
+
+	if (p->pend_len) {
+		r = batch_write(&p->b, t, p->pend_buf, p->pend_len, p->pend_off,
+				0);
+		p->pend_len = 0;
+	}
+	return r;
+}
+
+/* Write the slice rebuilt last now (the end of a window, a hole). */
+static int
+drain_pending(struct pass *p)
+{
+	int r;
+
+	if (!p->pend_len) {
+		return 0;
+	}
+	r = queue_pending(p);
+	if (r < 0) {
+		batch_reset(&p->b);
+		return r;
+	}
+	return rebuild_run(p);
+}
+
+/*
  * Rebuild [in, in+len) of row `row` of the member being rebuilt from the
  * others: the XOR of the row (parity levels), or a copy of the chunk it
- * holds.  0, or -errno (a source that cannot be read: logged).
+ * holds.  The rebuilt bytes are written with the next slice's reads (the
+ * two overlap where the backend runs a batch's I/O at once: io_uring), or
+ * by drain_pending at the end of the window; a mirror's copy is written
+ * from the buffer it was read into (two buffers in turn).  0, or -errno
+ * (a source that cannot be read: logged).
  */
 static int
 rebuild_slice(struct pass *p, uint64_t row, uint64_t chunk_no, uint32_t in,
@@ -375,7 +434,9 @@ rebuild_slice(struct pass *p, uint64_t row, uint64_t chunk_no, uint32_t in,
 	struct raid_member *t = &a->members[p->role];
 	struct raid_loc tl = { (unsigned)p->role, row }, locs[RAID_MAX_COPIES];
 	uint8_t *out = p->mem + (size_t)a->nr_members * SYNC_SLICE;
-	void *srcs[RAID_MAX_MEMBERS];
+	struct raid_member *src[RAID_MAX_MEMBERS];
+	uint64_t src_off[RAID_MAX_MEMBERS];
+	void *bufs[RAID_MAX_MEMBERS];
 	unsigned k = 0, n;
 	bool holes = true;
 	int r = 0;
@@ -400,50 +461,51 @@ rebuild_slice(struct pass *p, uint64_t row, uint64_t chunk_no, uint32_t in,
 			}
 			continue;
 		}
-		holes &= is_hole(m, geom_member_offset(&a->g, &locs[i], in),
-				 len);
-		srcs[k] = p->mem + (size_t)k * SYNC_SLICE;
-		r = batch_read(&p->b, m, srcs[k], len,
-			       geom_member_offset(&a->g, &locs[i], in));
+		src[k] = m;
+		src_off[k] = geom_member_offset(&a->g, &locs[i], in);
+		holes &= is_hole(m, src_off[k], len);
 		k++;
-		if (r < 0 || !a->layout->stripe_pieces) {
+		if (!a->layout->stripe_pieces) {
 			break; /* a mirror: one copy is enough */
 		}
 	}
-	if (r == 0 && k == 0) {
-		r = -EIO;
-	}
-	if (r < 0) {
-		batch_reset(&p->b);
-		return r;
+	if (k == 0) {
+		return -EIO;
 	}
 	if (holes) {
-		batch_reset(&p->b);
-		if (is_hole(t, geom_member_offset(&a->g, &tl, in), len)) {
-			return 0;
+		r = drain_pending(p);
+		if (r < 0 ||
+		    is_hole(t, geom_member_offset(&a->g, &tl, in), len)) {
+			return r;
 		}
 		r = batch_discard(&p->b, t, IO_PUNCH, len,
 				  geom_member_offset(&a->g, &tl, in));
 		return r < 0 ? r : batch_run_discard(&p->b);
 	}
-	r = batch_run(&p->b);
+	p->flip ^= 1;
+	for (unsigned j = 0; j < k && r == 0; j++) {
+		bufs[j] = p->mem +
+			  (size_t)(a->layout->stripe_pieces ? j : p->flip) *
+				  SYNC_SLICE;
+		r = batch_read(&p->b, src[j], bufs[j], len, src_off[j]);
+	}
+	r = r < 0 ? r : queue_pending(p);
+	if (r < 0) {
+		batch_reset(&p->b);
+		return r;
+	}
+	r = rebuild_run(p);
 	if (r < 0) {
 		return r;
 	}
 	if (a->layout->stripe_pieces) {
-		r = parity_xor(out, srcs, k, len);
+		r = parity_xor(out, bufs, k, len);
+		p->pend_buf = out;
 	} else {
-		memcpy(out, srcs[0], len);
+		p->pend_buf = bufs[0];
 	}
-	if (r == 0) {
-		r = batch_write(&p->b, t, out, len,
-				geom_member_offset(&a->g, &tl, in), 0);
-	}
-	r = r < 0 ? r : batch_run(&p->b);
-	if (r < 0 && ((batch_failed_writes(&p->b) >> p->role) & 1)) {
-		array_fail(a, (unsigned)p->role, "write error during recovery",
-			   FAIL_WRITE);
-	}
+	p->pend_off = geom_member_offset(&a->g, &tl, in);
+	p->pend_len = r == 0 ? len : 0;
 	return r;
 }
 
@@ -656,6 +718,11 @@ window(struct pass *p, uint64_t u0, uint64_t u1)
 				       p->mem, &p->mismatch);
 			r = r > 0 ? 0 : r;
 		}
+	}
+	if (p->kind == RAID_SYNC_RECOVERY) {
+		/* The last slice's write, before the window is let go. */
+		r = r == 0 ? drain_pending(p) : r;
+		p->pend_len = 0;
 	}
 	if (r == 0 && p->kind == RAID_SYNC_RECOVERY) {
 		/* Readable up to here from now on: after the writes. */
