@@ -5,7 +5,7 @@ Study 7 of bench/run (bench/classic/s7-recovery.sh).  Over one connection to
 the array's control socket (the protocol of `nbdraid --control PATH`,
 docs/control.md) it sets the speed limits, fails member ROLE (a spare
 waiting takes its role at once and recovery starts), then asks `status`
-every --poll seconds until the array is optimal, the member in sync on
+every --poll seconds (2 ms) until the array is optimal, the member in sync on
 its new file and no pass runs.  The time is from just before the fail
 request is sent to the first status that says so.  One connection, kept
 open: a status costs the server microseconds, where `nbdraid --control
@@ -115,7 +115,7 @@ def main():
     ap.add_argument("--cap", type=float, default=3600)
     ap.add_argument("--finish", nargs=2, type=int, metavar=("MIN", "MAX"))
     ap.add_argument("--after", type=float, default=0)
-    ap.add_argument("--poll", type=float, default=0.005)
+    ap.add_argument("--poll", type=float, default=0.002)
     ap.add_argument("--pid", type=int)
     ap.add_argument("--timeout", type=float, default=3600)
     o = ap.parse_args()

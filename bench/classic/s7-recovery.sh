@@ -36,14 +36,14 @@ R7_FAST=100000000          # KiB/s per member: 100 GB/s, never reached
 R7_DEFAULT="1000 200000"   # md's speed_limit_min and speed_limit_max
 if [ "$QUICK" = 1 ]; then
 	: "${R7_TMPFS_SIZE:=256M}" "${R7_DISK_SIZE:=64M}" "${R7_WIN:=1}" "${R7_CAP:=3}"
-	: "${R7_LOADS:=randwrite:4k:8}"
+	: "${R7_LOADS=randwrite:4k:8}"
 else
 	: "${R7_TMPFS_SIZE:=1G}" "${R7_DISK_SIZE:=256M}" "${R7_WIN:=2}" "${R7_CAP:=8}"
-	: "${R7_LOADS:=randread:4k:8 randwrite:4k:8}"
+	: "${R7_LOADS=randread:4k:8 randwrite:4k:8}"
 fi
 R7_SPARSE_PCT=10
 # Environment: R7_CONFIGS, R7_TMPFS_SIZE, R7_DISK_SIZE, R7_WIN, R7_CAP,
-# R7_LOADS (above), R7_ARGS (more plugin settings), NBDRAID (the CLI).
+# R7_LOADS (above; empty: no load runs), R7_ARGS (more plugin settings), NBDRAID (the CLI).
 
 R7_CSV_HEAD="medium,rep,config,case,load,speed_min,speed_max,bytes,seconds,done_bytes,total_bytes,finished,total_seconds,before_iops,during_iops,after_iops,before_mbps,during_mbps,after_mbps,srv_cpu,host_cpu,during_seconds,data_pct,rows_pct"
 

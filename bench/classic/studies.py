@@ -480,7 +480,7 @@ plot {plots}
             "RAID 1 x2 and RAID 5 x4 (md superblocks, `nbdraid create`, chunk 512K) with a "
             "spare given as `spare=`.  The last member is failed through the control socket "
             "(`fail`): the spare takes its role at once and is rebuilt.  The time is from the "
-            "fail request to the first status that says optimal (status polled every 5 ms over "
+            "fail request to the first status that says optimal (status polled every 2 ms over "
             "one control connection, `bench/classic/recovery-timer.py`).  After each recovery "
             "the failed member's file is wiped and becomes the next spare.",
             "**Idle:** no client; speed limits far above what the pass does (min = max = "
