@@ -21,7 +21,7 @@ Around that, as asked:
   --pid PID    the server's pid: its CPU over each interval (all threads)
 
 Prints one JSON object: the intervals (seconds, client requests and bytes,
-server and machine CPU in % of one core), seconds (null if capped),
+server and machine CPU and the machine's steal time in % of one core), seconds (null if capped),
 done_bytes, total_bytes, finished.  Standard library only.
 """
 import argparse
@@ -72,10 +72,10 @@ def ticks(pid):
 
 
 def host():
-    """(all, idle) jiffies of the machine."""
+    """(all, idle, steal) jiffies of the machine."""
     with open("/proc/stat") as f:
         v = [int(x) for x in f.readline().split()[1:]]
-    return sum(v[:8]), v[3] + v[4]
+    return sum(v[:8]), v[3] + v[4], v[7]
 
 
 class Mark:
@@ -96,8 +96,9 @@ def interval(a, b):
            "mbps": round((b.bytes - a.bytes) / dt / 1e6, 2) if dt > 0 else None}
     if a.ticks is not None and b.ticks is not None and dt > 0:
         out["srv_cpu"] = round((b.ticks - a.ticks) / HZ / dt * 100, 1)
-    tot, idle = b.host[0] - a.host[0], b.host[1] - a.host[1]
+    tot, idle, steal = (b.host[i] - a.host[i] for i in range(3))
     out["host_cpu"] = round((tot - idle) / tot * NCPU * 100, 1) if tot > 0 else None
+    out["steal"] = round(steal / tot * NCPU * 100, 1) if tot > 0 else None
     return out
 
 

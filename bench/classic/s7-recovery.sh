@@ -13,8 +13,9 @@
 #            limit is not what is measured.  Ratio: the member's data bytes
 #            per second rebuilt, over dd's bytes per second copying one
 #            member file (`dd bs=1M`, plain, buffered as nbdraid's tmpfs
-#            members are; emulated disks: iflag=direct oflag=direct onto
-#            another emulated disk), run back to back with it
+#            members are, onto a file written beforehand as the spare is;
+#            emulated disks: iflag=direct oflag=direct onto another
+#            emulated disk), run back to back with it
 #   sparse   the same for an array whose export was written in 1M pieces at
 #            random places, 10 % of it (the rest never written): recovery
 #            time over the full member's (tmpfs only: the emulated disk has
@@ -28,8 +29,9 @@
 #            R7_CAP seconds only, its rate reported, then let finish fast
 #
 # The arrays are rebuilt over and over: after each recovery the failed
-# member's file is wiped (a fresh file: tmpfs holes; an emulated disk: its
-# first 4 MiB zeroed) and becomes the next spare.  Sourced by bench/run.
+# member's file is wiped (r7_wipe: tmpfs, written with zeros, or for the
+# sparse array a file of holes; an emulated disk: its first 4 MiB zeroed)
+# and becomes the next spare.  Sourced by bench/run.
 
 R7_CONFIGS=${R7_CONFIGS:-"1x2 5x4"}
 R7_FAST=100000000          # KiB/s per member: 100 GB/s, never reached
@@ -86,15 +88,22 @@ r7_disks_stop() {
 	R7_DISKS=()
 }
 
-# r7_wipe MEDIUM FILE: a fresh member: a tmpfs file of holes, or an
-# emulated disk whose superblock area (first 4 MiB) is zeros.
+# r7_wipe MEDIUM FILE KIND: a blank member.  tmpfs, KIND sparse: a file
+# of holes.  tmpfs, KIND full: a file written with zeros, so that nothing
+# timed allocates memory (a recovery onto fresh tmpfs pages took 1-4x the
+# time of one onto written pages on this VM, varying run to run with the
+# hypervisor's handing out of memory; a disk allocates nothing either).
+# An emulated disk: its first 4 MiB (superblock) zeroed.
 r7_wipe() {
-	if [ "$1" = tmpfs ]; then
+	if [ "$1" != tmpfs ]; then
+		dd if=/dev/zero of="$2" bs=1M count=4 oflag=direct conv=notrunc status=none ||
+			die "cannot wipe $2"
+	elif [ "$3" = sparse ]; then
 		rm -f "$2"
 		truncate -s "$R7_SIZE" "$2" || die "cannot create $2"
 	else
-		dd if=/dev/zero of="$2" bs=1M count=4 oflag=direct conv=notrunc status=none ||
-			die "cannot wipe $2"
+		dd if=/dev/zero of="$2" bs=1M count=$(($(to_bytes "$R7_SIZE") / 1048576)) \
+			conv=notrunc status=none || die "cannot write $2"
 	fi
 }
 
@@ -114,7 +123,12 @@ r7_make() {
 		else
 			f=${R7_DISKS[i]}
 		fi
-		r7_wipe "$medium" "$f"
+		if [ "$medium" = tmpfs ] && [ "$i" -lt "$R7_N" ]; then
+			rm -f "$f" # holes: create writes nothing; the fill writes all
+			truncate -s "$R7_SIZE" "$f" || die "cannot create $f"
+		else
+			r7_wipe "$medium" "$f" "$kind"
+		fi
 		files+=("$f")
 	done
 	R7_M=("${files[@]:0:R7_N}") R7_S=${files[R7_N]}
@@ -160,13 +174,13 @@ r7_serve() {
 	for _ in $(seq 50); do [ -S "$R7_CTL" ] && break; sleep 0.1; done
 }
 
-# r7_rotate: the failed member (role N-1) wiped becomes the spare; the
-# spare holds the role now.
+# r7_rotate MEDIUM KIND: the failed member (role N-1) wiped becomes the
+# spare; the spare holds the role now.
 r7_rotate() {
 	local old=${R7_M[R7_N - 1]}
 	R7_M[R7_N - 1]=$R7_S
 	R7_S=$old
-	r7_wipe "$1" "$R7_S"
+	r7_wipe "$1" "$R7_S" "$2"
 }
 
 # r7_data_pct: the share of the failed member's data area that holds data
@@ -245,23 +259,29 @@ r7_recover() {
 		LOADPIDS=()
 	fi
 	stop_server
-	r7_rotate "$medium"
+	r7_rotate "$medium" "$([ "$kase" = sparse ] && echo sparse || echo full)"
 	r7_row "$medium" "$rep" "$cfg" "$kase" "$load" "$smin" "$smax" "$R7_DATA" "$js" "${pcts%,*}" "${pcts#*,}"
 	log "recovery $medium rep $rep $cfg $kase $load speed $smin/$smax: $(jq -r '
 		if .finished then "\(.seconds) s" else "\(.done_bytes) bytes in \(.during.seconds) s" end
 		+ (if .during.iops and .before then ", client \(.before.iops) -> \(.during.iops) -> \(.after.iops) IOPS" else "" end)' "$js")"
 }
 
-# r7_dd MEDIUM REP CONFIG: one member copied by dd (1M blocks) onto a fresh
-# file (tmpfs) or onto another emulated disk; one CSV row.
+# r7_dd MEDIUM REP CONFIG: one member copied by dd (1M blocks) onto a file
+# of its size written beforehand (tmpfs: no memory allocated in the timed
+# copy, as for the recovery's spare) or onto another emulated disk; one
+# CSV row.
 r7_dd() {
 	local medium=$1 rep=$2 cfg=$3 src=${R7_M[0]} dst t0 t1 bytes js flags=()
 	js=$OUT/json/r7-$medium-r$rep-$cfg-dd.json
 	if [ "$medium" = tmpfs ]; then
 		dst=$SHM.r7-dd.img
-		SHMFILES+=("$dst")
-		rm -f "$dst"
 		bytes=$(stat -c %s "$src")
+		if [ "$(stat -c %s "$dst" 2>/dev/null)" != "$bytes" ]; then
+			SHMFILES+=("$dst")
+			rm -f "$dst"
+			dd if=/dev/zero of="$dst" bs=1M count=$((bytes / 1048576)) status=none ||
+				die "cannot write $dst"
+		fi
 	else
 		dst=${R7_DISKS[R7_N + 1]}
 		flags=(iflag=direct oflag=direct)
@@ -271,7 +291,6 @@ r7_dd() {
 	dd if="$src" of="$dst" bs=1M count=$((bytes / 1048576)) "${flags[@]}" conv=notrunc status=none ||
 		die "dd of $src failed"
 	t1=$(date +%s%N)
-	[ "$medium" = tmpfs ] && rm -f "$dst"
 	echo "{\"seconds\": $(awk -v n=$((t1 - t0)) 'BEGIN { printf "%.4f", n / 1e9 }')}" >"$js"
 	r7_row "$medium" "$rep" "$cfg" dd "" "" "" "$bytes" "$js"
 	log "recovery $medium rep $rep $cfg dd: $(jq .seconds "$js") s"
@@ -343,5 +362,5 @@ study_recovery() {
 			done
 		fi
 	done
-	[ "$medium" = tmpfs ] || r7_disks_stop
+	if [ "$medium" = tmpfs ]; then rm -f "$SHM.r7-dd.img"; else r7_disks_stop; fi
 }
