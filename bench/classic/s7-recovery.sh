@@ -29,9 +29,8 @@
 #            R7_CAP seconds only, its rate reported, then let finish fast
 #
 # The arrays are rebuilt over and over: after each recovery the failed
-# member's file is wiped (r7_wipe: tmpfs, written with zeros, or for the
-# sparse array a file of holes; an emulated disk: its first 4 MiB zeroed)
-# and becomes the next spare.  Sourced by bench/run.
+# member's file is wiped (r7_wipe: tmpfs, written with zeros; an emulated
+# disk: its first 4 MiB zeroed) and becomes the next spare.  Sourced by bench/run.
 
 R7_CONFIGS=${R7_CONFIGS:-"1x2 5x4"}
 R7_FAST=100000000          # KiB/s per member: 100 GB/s, never reached
@@ -88,19 +87,17 @@ r7_disks_stop() {
 	R7_DISKS=()
 }
 
-# r7_wipe MEDIUM FILE KIND: a blank member.  tmpfs, KIND sparse: a file
-# of holes.  tmpfs, KIND full: a file written with zeros, so that nothing
-# timed allocates memory (a recovery onto fresh tmpfs pages took 1-4x the
-# time of one onto written pages on this VM, varying run to run with the
-# hypervisor's handing out of memory; a disk allocates nothing either).
-# An emulated disk: its first 4 MiB (superblock) zeroed.
+# r7_wipe MEDIUM FILE: a blank member.  tmpfs: a file written with zeros,
+# so that nothing timed allocates memory (a recovery onto fresh tmpfs pages
+# took 1-4x the time of one onto written pages on this VM, and a sparse
+# one 0.14-1.7 s where onto written pages it took 0.08, varying run to run
+# with the hypervisor's handing out of memory; a disk allocates nothing
+# either); a sparse recovery then punches the holes it keeps.  An emulated
+# disk: its first 4 MiB (superblock) zeroed.
 r7_wipe() {
 	if [ "$1" != tmpfs ]; then
 		dd if=/dev/zero of="$2" bs=1M count=4 oflag=direct conv=notrunc status=none ||
 			die "cannot wipe $2"
-	elif [ "$3" = sparse ]; then
-		rm -f "$2"
-		truncate -s "$R7_SIZE" "$2" || die "cannot create $2"
 	else
 		dd if=/dev/zero of="$2" bs=1M count=$(($(to_bytes "$R7_SIZE") / 1048576)) \
 			conv=notrunc status=none || die "cannot write $2"
@@ -127,7 +124,7 @@ r7_make() {
 			rm -f "$f" # holes: create writes nothing; the fill writes all
 			truncate -s "$R7_SIZE" "$f" || die "cannot create $f"
 		else
-			r7_wipe "$medium" "$f" "$kind"
+			r7_wipe "$medium" "$f"
 		fi
 		files+=("$f")
 	done
@@ -174,13 +171,13 @@ r7_serve() {
 	for _ in $(seq 50); do [ -S "$R7_CTL" ] && break; sleep 0.1; done
 }
 
-# r7_rotate MEDIUM KIND: the failed member (role N-1) wiped becomes the
+# r7_rotate MEDIUM: the failed member (role N-1) wiped becomes the
 # spare; the spare holds the role now.
 r7_rotate() {
 	local old=${R7_M[R7_N - 1]}
 	R7_M[R7_N - 1]=$R7_S
 	R7_S=$old
-	r7_wipe "$1" "$R7_S" "$2"
+	r7_wipe "$1" "$R7_S"
 }
 
 # r7_data_pct: the share of the failed member's data area that holds data
@@ -259,7 +256,7 @@ r7_recover() {
 		LOADPIDS=()
 	fi
 	stop_server
-	r7_rotate "$medium" "$([ "$kase" = sparse ] && echo sparse || echo full)"
+	r7_rotate "$medium"
 	r7_row "$medium" "$rep" "$cfg" "$kase" "$load" "$smin" "$smax" "$R7_DATA" "$js" "${pcts%,*}" "${pcts#*,}"
 	log "recovery $medium rep $rep $cfg $kase $load speed $smin/$smax: $(jq -r '
 		if .finished then "\(.seconds) s" else "\(.done_bytes) bytes in \(.during.seconds) s" end
