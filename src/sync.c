@@ -28,8 +28,8 @@
  * Ranges that are holes on every member read are neither read nor
  * written (recovery punches the target there if it is not a hole).
  * Speed: md's rule.  Below speed_min the pass runs flat out; above it, it
- * sleeps while clients are busy (their requests moved since the last
- * window) or while it is faster than speed_max.
+ * sleeps while clients are busy (their requests moved within the last
+ * SYNC_BUSY_NS) or while it is faster than speed_max.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -51,6 +51,7 @@
 #define SYNC_SLICE	   (1u << 20) /* bytes read at once per member */
 #define SYNC_CHECKPOINT_NS (5ull * 1000000000ull)
 #define SYNC_BACKOFF_NS	   (100ull * 1000000ull)  /* md sleeps 500 ms */
+#define SYNC_BUSY_NS	   (500ull * 1000000ull)  /* clients busy since */
 #define SYNC_RATE_NS	   (3ull * 1000000000ull) /* rate window */
 
 struct sync_state {
@@ -305,14 +306,15 @@ struct pass {
 	struct raid_array *a;
 	struct sync_state *s;
 	enum raid_sync_kind kind;
-	int role;	     /* recovery: the member rebuilt */
-	uint64_t units;	     /* rows (recovery) or check units */
-	uint64_t unit_bytes; /* bytes of a member per unit: a chunk */
-	uint64_t mismatch;   /* bytes */
-	uint64_t last_cp_ns; /* the last checkpoint */
-	uint64_t last_cp_u;  /* ...its unit */
-	uint64_t io_seen;    /* client requests at the last window */
-	unsigned last_tenth; /* progress logged at every 10 % */
+	int role;	      /* recovery: the member rebuilt */
+	uint64_t units;	      /* rows (recovery) or check units */
+	uint64_t unit_bytes;  /* bytes of a member per unit: a chunk */
+	uint64_t mismatch;    /* bytes */
+	uint64_t last_cp_ns;  /* the last checkpoint */
+	uint64_t last_cp_u;   /* ...its unit */
+	uint64_t io_seen;     /* client requests at the last look */
+	uint64_t io_moved_ns; /* when they were last seen to move */
+	unsigned last_tenth;  /* progress logged at every 10 % */
 	struct batch b;
 	uint8_t *mem; /* scratch: (members + 1) slices */
 	/* Recovery: the slice rebuilt last, written with the next one's
@@ -673,9 +675,18 @@ throttle(struct pass *p, uint64_t start_ns, uint64_t done)
 		bool busy, sleep = false;
 		struct timespec until;
 
+		/*
+		 * Busy: requests seen within SYNC_BUSY_NS, not only since
+		 * the last look: a window that takes the CPU clients need
+		 * (2 cores, a memory-bound pass) may see none complete
+		 * while it runs, and would take that for idleness.
+		 */
 		io = client_requests(p->a);
-		busy = io != p->io_seen;
-		p->io_seen = io;
+		if (io != p->io_seen) {
+			p->io_seen = io;
+			p->io_moved_ns = t;
+		}
+		busy = p->io_moved_ns && t - p->io_moved_ns < SYNC_BUSY_NS;
 		pthread_mutex_lock(&s->lock);
 		if (!s->stop && !(scrub && s->abort) && kib_s > s->speed_min &&
 		    (busy || kib_s > s->speed_max)) {
