@@ -100,12 +100,9 @@ unit_holes(struct raid_array *a, const struct unit *un)
 {
 	for (unsigned i = 0; i < un->n; i++) {
 		struct raid_member *m = &a->members[un->locs[i].member];
-		uint64_t run;
-		bool hole;
 
-		member_extent(m, geom_member_offset(&a->g, &un->locs[i], 0),
-			      un->len, &hole, &run);
-		if (!hole || run < un->len) {
+		if (!member_hole(m, geom_member_offset(&a->g, &un->locs[i], 0),
+				 un->len)) {
 			return false;
 		}
 	}

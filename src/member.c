@@ -285,6 +285,21 @@ member_close(struct raid_member *m)
 	m->path = NULL;
 }
 
+bool
+member_hole(struct raid_member *m, uint64_t off, uint64_t len)
+{
+	off_t d;
+
+	if (m->fd < 0 || m->is_blk) {
+		return false;
+	}
+	d = lseek(m->fd, (off_t)off, SEEK_DATA);
+	if (d < 0) {
+		return errno == ENXIO; /* no data after off: hole to EOF */
+	}
+	return (uint64_t)d >= off + len;
+}
+
 void
 member_extent(struct raid_member *m, uint64_t off, uint64_t len, bool *hole,
 	      uint64_t *run)

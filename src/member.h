@@ -117,4 +117,12 @@ int member_claim(struct raid_member *m);
 void member_extent(struct raid_member *m, uint64_t off, uint64_t len,
 		   bool *hole, uint64_t *run);
 
+/*
+ * Is [off, off+len) of the member all hole?  One SEEK_DATA: cheap where
+ * member_extent's SEEK_HOLE, from a byte that holds data, walks the file
+ * up to its next hole (to its end, when it is all data: tmpfs and others
+ * walk it page by page).  Members that cannot tell (block devices): no.
+ */
+bool member_hole(struct raid_member *m, uint64_t off, uint64_t len);
+
 #endif

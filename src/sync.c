@@ -28,8 +28,8 @@
  * Ranges that are holes on every member read are neither read nor
  * written (recovery punches the target there if it is not a hole).
  * Speed: md's rule.  Below speed_min the pass runs flat out; above it, it
- * sleeps while clients are busy (their requests moved since the last
- * window) or while it is faster than speed_max.
+ * sleeps while clients are busy (their requests moved within the last
+ * SYNC_BUSY_NS) or while it is faster than speed_max.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -51,6 +51,7 @@
 #define SYNC_SLICE	   (1u << 20) /* bytes read at once per member */
 #define SYNC_CHECKPOINT_NS (5ull * 1000000000ull)
 #define SYNC_BACKOFF_NS	   (100ull * 1000000ull)  /* md sleeps 500 ms */
+#define SYNC_BUSY_NS	   (500ull * 1000000ull)  /* clients busy since */
 #define SYNC_RATE_NS	   (3ull * 1000000000ull) /* rate window */
 
 struct sync_state {
@@ -305,16 +306,24 @@ struct pass {
 	struct raid_array *a;
 	struct sync_state *s;
 	enum raid_sync_kind kind;
-	int role;	     /* recovery: the member rebuilt */
-	uint64_t units;	     /* rows (recovery) or check units */
-	uint64_t unit_bytes; /* bytes of a member per unit: a chunk */
-	uint64_t mismatch;   /* bytes */
-	uint64_t last_cp_ns; /* the last checkpoint */
-	uint64_t last_cp_u;  /* ...its unit */
-	uint64_t io_seen;    /* client requests at the last window */
-	unsigned last_tenth; /* progress logged at every 10 % */
+	int role;	      /* recovery: the member rebuilt */
+	uint64_t units;	      /* rows (recovery) or check units */
+	uint64_t unit_bytes;  /* bytes of a member per unit: a chunk */
+	uint64_t mismatch;    /* bytes */
+	uint64_t last_cp_ns;  /* the last checkpoint */
+	uint64_t last_cp_u;   /* ...its unit */
+	uint64_t io_seen;     /* client requests at the last look */
+	uint64_t io_moved_ns; /* when they were last seen to move */
+	unsigned last_tenth;  /* progress logged at every 10 % */
 	struct batch b;
 	uint8_t *mem; /* scratch: (members + 1) slices */
+	/* Recovery: the slice rebuilt last, written with the next one's
+	 * reads (pend_len 0: none); which of two buffers a mirror reads into.
+	 */
+	const uint8_t *pend_buf;
+	uint64_t pend_off;
+	uint32_t pend_len;
+	unsigned flip;
 };
 
 static uint64_t
@@ -359,17 +368,65 @@ unit_range(const struct pass *p, uint64_t chunk_no, uint64_t *lo, uint64_t *hi)
 static bool
 is_hole(struct raid_member *m, uint64_t off, uint64_t len)
 {
-	uint64_t run;
-	bool hole;
+	return member_hole(m, off, len);
+}
 
-	member_extent(m, off, len, &hole, &run);
-	return hole && run >= len;
+/*
+ * Run what is queued; a write error of the member being rebuilt fails it
+ * (its reads are never queued).  0 or -errno.
+ */
+static int
+rebuild_run(struct pass *p)
+{
+	int r = batch_run(&p->b);
+
+	if (r < 0 && ((batch_failed_writes(&p->b) >> p->role) & 1)) {
+		array_fail(p->a, (unsigned)p->role,
+			   "write error during recovery", FAIL_WRITE);
+	}
+	return r;
+}
+
+/* Queue the write of the slice rebuilt last, if any. */
+static int
+queue_pending(struct pass *p)
+{
+	struct raid_member *t = &p->a->members[p->role];
+	int r = 0;
+
+	if (p->pend_len) {
+		r = batch_write(&p->b, t, p->pend_buf, p->pend_len, p->pend_off,
+				0);
+		p->pend_len = 0;
+	}
+	return r;
+}
+
+/* Write the slice rebuilt last now (the end of a window, a hole). */
+static int
+drain_pending(struct pass *p)
+{
+	int r;
+
+	if (!p->pend_len) {
+		return 0;
+	}
+	r = queue_pending(p);
+	if (r < 0) {
+		batch_reset(&p->b);
+		return r;
+	}
+	return rebuild_run(p);
 }
 
 /*
  * Rebuild [in, in+len) of row `row` of the member being rebuilt from the
  * others: the XOR of the row (parity levels), or a copy of the chunk it
- * holds.  0, or -errno (a source that cannot be read: logged).
+ * holds.  The rebuilt bytes are written with the next slice's reads (the
+ * two overlap where the backend runs a batch's I/O at once: io_uring), or
+ * by drain_pending at the end of the window; a mirror's copy is written
+ * from the buffer it was read into (two buffers in turn).  0, or -errno
+ * (a source that cannot be read: logged).
  */
 static int
 rebuild_slice(struct pass *p, uint64_t row, uint64_t chunk_no, uint32_t in,
@@ -379,7 +436,9 @@ rebuild_slice(struct pass *p, uint64_t row, uint64_t chunk_no, uint32_t in,
 	struct raid_member *t = &a->members[p->role];
 	struct raid_loc tl = { (unsigned)p->role, row }, locs[RAID_MAX_COPIES];
 	uint8_t *out = p->mem + (size_t)a->nr_members * SYNC_SLICE;
-	void *srcs[RAID_MAX_MEMBERS];
+	struct raid_member *src[RAID_MAX_MEMBERS];
+	uint64_t src_off[RAID_MAX_MEMBERS];
+	void *bufs[RAID_MAX_MEMBERS];
 	unsigned k = 0, n;
 	bool holes = true;
 	int r = 0;
@@ -404,50 +463,51 @@ rebuild_slice(struct pass *p, uint64_t row, uint64_t chunk_no, uint32_t in,
 			}
 			continue;
 		}
-		holes &= is_hole(m, geom_member_offset(&a->g, &locs[i], in),
-				 len);
-		srcs[k] = p->mem + (size_t)k * SYNC_SLICE;
-		r = batch_read(&p->b, m, srcs[k], len,
-			       geom_member_offset(&a->g, &locs[i], in));
+		src[k] = m;
+		src_off[k] = geom_member_offset(&a->g, &locs[i], in);
+		holes &= is_hole(m, src_off[k], len);
 		k++;
-		if (r < 0 || !a->layout->stripe_pieces) {
+		if (!a->layout->stripe_pieces) {
 			break; /* a mirror: one copy is enough */
 		}
 	}
-	if (r == 0 && k == 0) {
-		r = -EIO;
-	}
-	if (r < 0) {
-		batch_reset(&p->b);
-		return r;
+	if (k == 0) {
+		return -EIO;
 	}
 	if (holes) {
-		batch_reset(&p->b);
-		if (is_hole(t, geom_member_offset(&a->g, &tl, in), len)) {
-			return 0;
+		r = drain_pending(p);
+		if (r < 0 ||
+		    is_hole(t, geom_member_offset(&a->g, &tl, in), len)) {
+			return r;
 		}
 		r = batch_discard(&p->b, t, IO_PUNCH, len,
 				  geom_member_offset(&a->g, &tl, in));
 		return r < 0 ? r : batch_run_discard(&p->b);
 	}
-	r = batch_run(&p->b);
+	p->flip ^= 1;
+	for (unsigned j = 0; j < k && r == 0; j++) {
+		bufs[j] = p->mem +
+			  (size_t)(a->layout->stripe_pieces ? j : p->flip) *
+				  SYNC_SLICE;
+		r = batch_read(&p->b, src[j], bufs[j], len, src_off[j]);
+	}
+	r = r < 0 ? r : queue_pending(p);
+	if (r < 0) {
+		batch_reset(&p->b);
+		return r;
+	}
+	r = rebuild_run(p);
 	if (r < 0) {
 		return r;
 	}
 	if (a->layout->stripe_pieces) {
-		r = parity_xor(out, srcs, k, len);
+		r = parity_xor(out, bufs, k, len);
+		p->pend_buf = out;
 	} else {
-		memcpy(out, srcs[0], len);
+		p->pend_buf = bufs[0];
 	}
-	if (r == 0) {
-		r = batch_write(&p->b, t, out, len,
-				geom_member_offset(&a->g, &tl, in), 0);
-	}
-	r = r < 0 ? r : batch_run(&p->b);
-	if (r < 0 && ((batch_failed_writes(&p->b) >> p->role) & 1)) {
-		array_fail(a, (unsigned)p->role, "write error during recovery",
-			   FAIL_WRITE);
-	}
+	p->pend_off = geom_member_offset(&a->g, &tl, in);
+	p->pend_len = r == 0 ? len : 0;
 	return r;
 }
 
@@ -615,9 +675,18 @@ throttle(struct pass *p, uint64_t start_ns, uint64_t done)
 		bool busy, sleep = false;
 		struct timespec until;
 
+		/*
+		 * Busy: requests seen within SYNC_BUSY_NS, not only since
+		 * the last look: a window that takes the CPU clients need
+		 * (2 cores, a memory-bound pass) may see none complete
+		 * while it runs, and would take that for idleness.
+		 */
 		io = client_requests(p->a);
-		busy = io != p->io_seen;
-		p->io_seen = io;
+		if (io != p->io_seen) {
+			p->io_seen = io;
+			p->io_moved_ns = t;
+		}
+		busy = p->io_moved_ns && t - p->io_moved_ns < SYNC_BUSY_NS;
 		pthread_mutex_lock(&s->lock);
 		if (!s->stop && !(scrub && s->abort) && kib_s > s->speed_min &&
 		    (busy || kib_s > s->speed_max)) {
@@ -660,6 +729,11 @@ window(struct pass *p, uint64_t u0, uint64_t u1)
 				       p->mem, &p->mismatch);
 			r = r > 0 ? 0 : r;
 		}
+	}
+	if (p->kind == RAID_SYNC_RECOVERY) {
+		/* The last slice's write, before the window is let go. */
+		r = r == 0 ? drain_pending(p) : r;
+		p->pend_len = 0;
 	}
 	if (r == 0 && p->kind == RAID_SYNC_RECOVERY) {
 		/* Readable up to here from now on: after the writes. */

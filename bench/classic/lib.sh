@@ -53,7 +53,7 @@ cl_init() {
 	CALIB=$OUT/calibration.csv
 	NCPU=$(nproc)
 	HZ=$(getconf CLK_TCK)
-	SRVPIDS=() WRAPPERS=() DISKPIDS=() MOUNTS=() SHMFILES=()
+	SRVPIDS=() WRAPPERS=() DISKPIDS=() MOUNTS=() SHMFILES=() LOADPIDS=()
 	trap cl_cleanup EXIT
 	trap 'exit 130' INT TERM HUP
 	# One private copy of the plugin: a rebuild in the tree during the
@@ -72,6 +72,7 @@ cl_init() {
 cl_cleanup() {
 	local p m
 	trap - EXIT
+	for p in "${LOADPIDS[@]}"; do stop_pid "$p" fio; done
 	for p in "${SRVPIDS[@]}"; do stop_pid "$p" nbdkit; done
 	# Unmounting makes fusedisk (and nbdfuse) exit on their own.
 	for m in "${MOUNTS[@]}"; do

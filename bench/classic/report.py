@@ -585,6 +585,121 @@ def study(spec):
     return out
 
 
+# --- study 7: recovery (its own CSV, recovery-runs.csv) ----------------------
+
+def recovery(spec):
+    """Study 7's section: per medium, the idle table (recovery against dd,
+    sparse against full) and the load table, each figure the median of
+    per-repetition ratios of runs of the same repetition; its goals; its
+    CSV."""
+    runs = list(csv.DictReader(io.StringIO(read("recovery-runs.csv") or "")))
+    if not runs:
+        return []
+    fmt = collections.ChainMap({"r7_dd": FACTS["r7_dd"]}, FACTS)
+    out, csv_rows = [spec["title"]] + [p.format_map(fmt) for p in spec["intro"]], []
+
+    def val(r, k):
+        return fnum(r.get(k))
+
+    def stats(xs):
+        xs = [x for x in xs if x is not None]
+        return {"med": statistics.median(xs), "lo": min(xs), "hi": max(xs), "n": len(xs)} \
+            if xs else None
+
+    def mbps(b, t):
+        return "%.0f MB/s" % (b / t / 1e6) if b and t else "NA"
+
+    def med_of(rs, k):
+        xs = [val(r, k) for r in rs if val(r, k) is not None]
+        return statistics.median(xs) if xs else None
+
+    for medium in (m for m in D["MEDIA"] if any(r["medium"] == m for r in runs)):
+        mr = [r for r in runs if r["medium"] == medium]
+        out.append("### " + D["MEDIA"][medium])
+        by = collections.defaultdict(dict)  # (config, case, load, speed) -> {rep: row}
+        for r in mr:
+            by[(r["config"], r["case"], r["load"], r["speed_min"])][int(r["rep"])] = r
+        cfgs = list(dict.fromkeys(r["config"] for r in mr))
+        idle_rows, load_rows = [], []
+        for c in cfgs:
+            lab = config(c)["config_label"]
+            full = {k: v for k, v in by[(c, "full", "idle", FACTS["r7_fast"])].items()
+                    if val(v, "seconds")}
+            dd, sparse = by[(c, "dd", "", "")], by[(c, "sparse", "idle", FACTS["r7_fast"])]
+            rdd = stats([(val(full[n], "bytes") / val(full[n], "seconds"))
+                         / (val(dd[n], "bytes") / val(dd[n], "seconds"))
+                         for n in full if n in dd and val(dd[n], "seconds")])
+            rsp = stats([val(sparse[n], "seconds") / val(full[n], "seconds")
+                         for n in full if n in sparse and val(sparse[n], "seconds")])
+            fr = list(full.values())
+            idle_rows.append([
+                lab, "%.0f MiB" % (val(fr[0], "bytes") / 2 ** 20) if fr else "NA",
+                mbps(med_of(dd.values(), "bytes"), med_of(dd.values(), "seconds")),
+                "%s (%s s; server CPU %.0f %% of a core)" % (
+                    mbps(med_of(fr, "bytes"), med_of(fr, "seconds")),
+                    "%.2f" % med_of(fr, "seconds"), med_of(fr, "srv_cpu") or 0) if fr else "NA",
+                fmt_ratio(rdd, bold=True),
+                "%.0f %%, %.0f %%" % (med_of(sparse.values(), "data_pct"),
+                                      med_of(sparse.values(), "rows_pct")) if sparse else "–",
+                fmt_ratio(rsp, bold=True) if sparse else "–"])
+            g = spec["goals"]
+            for key, r, ok, text in (
+                    ("dd", rdd, rdd and rdd["med"] >= g["dd"], spec["goal_dd"]),
+                    ("sparse", rsp, rsp and rsp["med"] <= g["sparse"], spec["goal_sparse"])):
+                if r is None:
+                    continue
+                why = "" if ok else "server CPU %.0f %% of a core during the recovery, machine %.0f %% of %s00 %%" % (
+                    med_of(fr, "srv_cpu") or 0, med_of(fr, "host_cpu") or 0, FACTS["cores"].split()[0])
+                GOALS.append([text.format_map(collections.ChainMap(dict(
+                    config_label=lab, threshold=g[key], medium_label=D["MEDIA"][medium]), FACTS)),
+                    medium, "%.2f" % r["med"], "met" if ok else "**missed**", why])
+                csv_rows.append([medium, c, key, "idle", FACTS["r7_fast"], r["n"], None, r["med"],
+                                 r["lo"], r["hi"], med_of(fr, "srv_cpu"), med_of(fr, "host_cpu")])
+            for (c2, case, load, smin), reps in by.items():
+                if c2 != c or case != "load":
+                    continue
+                client, slow, rate = [], [], []
+                for n, r in reps.items():
+                    b, d, a = val(r, "before_iops"), val(r, "during_iops"), val(r, "after_iops")
+                    if b and a and d is not None:
+                        client.append(d / ((b + a) / 2))
+                    t = val(r, "seconds")
+                    if not t and val(r, "done_bytes") and val(r, "during_seconds"):
+                        # Capped: the time to the end projected from the
+                        # rate over the timed part (member bytes).
+                        rate.append(val(r, "done_bytes") / val(r, "during_seconds"))
+                        t = val(r, "total_bytes") / rate[-1]
+                    if t and n in full:
+                        slow.append(t / val(full[n], "seconds"))
+                rc, rt, rr = stats(client), stats(slow), list(reps.values())
+                if rate:
+                    rec = "%.1f MB/s over %.0f s (%d of %d timed runs unfinished)" % (
+                        statistics.median(rate) / 1e6, med_of(rr, "during_seconds"),
+                        len(rate), len(rr))
+                else:
+                    rec = "%s (%.2f s)" % (mbps(med_of(rr, "bytes"), med_of(rr, "seconds")),
+                                           med_of(rr, "seconds"))
+                csv_rows.append([medium, c, "client", load, smin, rc and rc["n"],
+                                 med_of(rr, "before_iops"), rc and rc["med"], rc and rc["lo"],
+                                 rc and rc["hi"], med_of(rr, "srv_cpu"), med_of(rr, "host_cpu")])
+                csv_rows.append([medium, c, "time_vs_idle", load, smin, rt and rt["n"],
+                                 med_of(rr, "seconds"), rt and rt["med"], rt and rt["lo"],
+                                 rt and rt["hi"], med_of(rr, "srv_cpu"), med_of(rr, "host_cpu")])
+                load_rows.append([lab, spec["labels"].get(load, load),
+                                  "%s / %s" % (smin, next(iter(rr))["speed_max"]),
+                                  "%.1fk" % (statistics.median(
+                                      (val(r, "before_iops") + val(r, "after_iops")) / 2
+                                      for r in rr) / 1000),
+                                  fmt_ratio(rc, bold=True), rec,
+                                  fmt_ratio(rt, bold=True) + (" (projected)" if rate else "")])
+        out.append(md_table(spec["idle_header"], idle_rows))
+        if load_rows:
+            out.append(md_table(spec["load_header"], load_rows))
+    with open(os.path.join(OUT, spec["name"] + ".csv"), "w", newline="") as f:
+        csv.writer(f).writerows([spec["csv"]] + csv_rows)
+    return out
+
+
 def paragraphs(ps):
     return "".join(p + "\n\n" for p in ps)
 
@@ -592,7 +707,8 @@ def paragraphs(ps):
 def main():
     os.makedirs(SRC, exist_ok=True)
     rep = D["REPORT"]
-    body = calibration() + [p for spec in D["STUDIES"] for p in study(spec)]
+    body = calibration() + [p for spec in D["STUDIES"] for p in (
+        recovery(spec) if spec.get("kind") == "recovery" else study(spec))]
     missed = [g for g in GOALS if g[3] != "met"]
     closing = rep["missed"].format(missed=len(missed), goals=len(GOALS)) if missed else rep["met"]
     notes = read("notes.md")

@@ -472,4 +472,47 @@ plot {plots}
                 "base_mbps", "iops", "mbps", "ratio", "ratio_min", "ratio_max", "reps",
                 "srv_cpu_pct", "host_cpu_pct"],
     },
+    {
+        "name": "recovery",
+        "kind": "recovery",  # its own renderer (report.py recovery()), from recovery-runs.csv
+        "title": "## 7. Recovery: how fast does an array heal, and what does it cost its clients?",
+        "intro": [
+            "RAID 1 x2 and RAID 5 x4 (md superblocks, `nbdraid create`, chunk 512K) with a "
+            "spare given as `spare=`.  The last member is failed through the control socket "
+            "(`fail`): the spare takes its role at once and is rebuilt.  The time is from the "
+            "fail request to the first status that says optimal (status polled every 2 ms over "
+            "one control connection, `bench/classic/recovery-timer.py`).  After each recovery "
+            "the failed member's file is wiped and becomes the next spare.",
+            "**Idle:** no client; speed limits far above what the pass does (min = max = "
+            "{r7_fast} KiB/s), so the limit is not what is measured; on tmpfs every spare was "
+            "written with zeros beforehand, so nothing timed allocates memory (a sparse "
+            "recovery punches the holes it keeps).  Against `dd "
+            "bs=1M` of one member file of the same array ({r7_dd}), run back to back with it: "
+            "the recovery's "
+            "member data bytes per second over dd's bytes per second.  **Sparse:** an array "
+            "whose export was written {r7_sparse} % in 1M pieces at random places (the rest "
+            "never written): its recovery time over the full array's, same repetition.  "
+            "**Under load:** a client load (fio, nbd engine) runs; the client's requests per "
+            "second during the recovery over their rate in the {r7_win} s before the fail and "
+            "the {r7_win} s after the end (the server's own counters), and the recovery's time "
+            "over the idle one.  With md's default limits (min 1000, max 200000 KiB/s per "
+            "member: the pass is throttled to the minimum while clients are busy) the pass is "
+            "timed for {r7_cap} s only and its time to the end projected from its rate; then "
+            "it is let finish fast.",
+        ],
+        "labels": {"randread:4k:8": "4k rand read QD8", "randwrite:4k:8": "4k rand write QD8",
+                   "randrw:4k:8": "4k rand read/write QD8"},
+        "idle_header": ["array", "member data", "dd of a member", "recovery, idle",
+                        "recovery / dd", "sparse member: data, rows with data",
+                        "sparse / full (time)"],
+        "load_header": ["array", "client load", "speed min / max, KiB/s",
+                        "client IOPS without recovery", "client during / without",
+                        "recovery under load", "time under load / idle"],
+        "goals": {"dd": 0.5, "sparse": 0.15},
+        "goal_dd": "{config_label}: recovery at >= {threshold}x dd's speed ({medium_label})",
+        "goal_sparse": "{config_label}: a {r7_sparse} % full member recovers in <= {threshold}x "
+                       "the time of a full one",
+        "csv": ["medium", "config", "case", "load", "speed", "reps", "value", "ratio",
+                "ratio_min", "ratio_max", "srv_cpu_pct", "host_cpu_pct"],
+    },
 ]

@@ -561,6 +561,78 @@ test_io_claim_waits_for_holder(void **state)
 	raid_config_free(&c);
 }
 
+/*
+ * member_hole (one SEEK_DATA) against the layout of a file written in two
+ * places, and against member_extent on the same ranges: holes before,
+ * between and after the data, ranges that end one byte into data, a file
+ * all data.
+ */
+static void
+check_member_hole(const char *where)
+{
+	const uint64_t K = 65536, M = 1 << 20;
+	static char buf[1 << 16];
+	char path[PATH_MAX + 32];
+	struct raid_member m = { .fd = -1 };
+	const struct {
+		uint64_t off, len;
+		bool hole;
+	} cases[] = {
+		{ 0, M, true },		    /* before the first data */
+		{ 0, M + 1, false },	    /* ...one byte into it */
+		{ M, 4096, false },	    /* data */
+		{ M + K / 2, K, false },    /* starts in data */
+		{ M + K, 2 * M - K, true }, /* between */
+		{ M + K, 2 * M - K + 1, false },
+		{ 3 * M + K, M - K, true }, /* after the last data: to EOF */
+		{ 3 * M + K, 8 * M, true }, /* ...and past it */
+	};
+
+	snprintf(path, sizeof(path), "%s/hole.img", where);
+	m.fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	assert_true(m.fd >= 0);
+	assert_int_equal(ftruncate(m.fd, 4 * M), 0);
+	if (lseek(m.fd, 0, SEEK_DATA) == 0) { /* no holes reported here */
+		close(m.fd);
+		unlink(path);
+		return;
+	}
+	memset(buf, 0x5a, sizeof(buf));
+	assert_int_equal(pwrite(m.fd, buf, K, M), (ssize_t)K);
+	assert_int_equal(pwrite(m.fd, buf, K, 3 * M), (ssize_t)K);
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint64_t run;
+		bool hole;
+
+		member_extent(&m, cases[i].off, cases[i].len, &hole, &run);
+		assert_int_equal(member_hole(&m, cases[i].off, cases[i].len),
+				 cases[i].hole);
+		assert_int_equal(hole && run >= cases[i].len, cases[i].hole);
+	}
+	for (uint64_t off = 0; off < 4 * M; off += K) { /* all data now */
+		assert_int_equal(pwrite(m.fd, buf, K, off), (ssize_t)K);
+	}
+	assert_false(member_hole(&m, 0, 4 * M));
+	assert_false(member_hole(&m, 2 * M, 4096));
+	m.is_blk = true; /* a block device cannot tell: data */
+	assert_false(member_hole(&m, 5 * M, M));
+	close(m.fd);
+	unlink(path);
+}
+
+static void
+test_io_member_hole(void **state)
+{
+	char shm[] = "/dev/shm/nbdraid-test-io.XXXXXX";
+
+	(void)state;
+	check_member_hole(dir);
+	if (mkdtemp(shm)) {
+		check_member_hole(shm);
+		rmdir(shm);
+	}
+}
+
 int
 main(void)
 {
@@ -578,6 +650,7 @@ main(void)
 		cmocka_unit_test_setup(test_io_vectored_over_iov_max, t_setup),
 		cmocka_unit_test_setup(test_io_trim_punches_holes, t_setup),
 		cmocka_unit_test_setup(test_io_claim_waits_for_holder, t_setup),
+		cmocka_unit_test_setup(test_io_member_hole, t_setup),
 	};
 	const char *base = getenv("NBDRAID_TEST_DIR");
 	int r;

@@ -324,6 +324,74 @@ test_sync_refusals(void **state)
 	assert_int_equal(raid_sync_request(f->a, RAID_SYNC_REPAIR), -EBUSY);
 }
 
+/* A client's requests every millisecond for 300 ms, then none. */
+static void *
+clients_then_quiet(void *arg)
+{
+	struct raid_array *a = arg;
+
+	for (unsigned i = 0; i < 300; i++) {
+		atomic_fetch_add(&a->io[RAID_REQ_READ].requests, 1);
+		nanosleep(&(struct timespec){ 0, 1000000L }, NULL);
+	}
+	return NULL;
+}
+
+static uint64_t
+ms_between(const struct timespec *a, const struct timespec *b)
+{
+	return (uint64_t)(b->tv_sec - a->tv_sec) * 1000 +
+	       (b->tv_nsec - a->tv_nsec) / 1000000;
+}
+
+/*
+ * md's throttle: clients are busy for a while (500 ms) after the last
+ * request seen, not only when one came since the last look, which a
+ * window that takes their CPU can prevent.  A pass above its minimum
+ * speed sleeps while they send, goes on sleeping until they have been
+ * quiet that long, then runs flat out.
+ */
+static void
+test_sync_busy_outlasts_window(void **state)
+{
+	struct fixture *f = *state;
+	static const struct level_case r1 = { 1, NULL, 2 };
+	struct timespec quiet, end;
+	pthread_t clients, thread;
+	struct raid_status st;
+	uint8_t *model, *buf;
+	void *ret;
+
+	/* Flat out, the check takes several milliseconds: it sees the
+	 * clients' requests move, and sleeps. */
+	open_case(f, &r1, 4096);
+	model = calloc(1, f->a->size);
+	buf = malloc(f->a->size);
+	model_write(f->a, model, buf, f->a->size, 0, 0);
+	assert_int_equal(raid_sync_speed(f->a, 1, 1000000000), 0);
+	sync_set_window(f->a, CHUNK);
+	assert_int_equal(
+		pthread_create(&clients, NULL, clients_then_quiet, f->a), 0);
+	nanosleep(&(struct timespec){ 0, 20 * 1000000L }, NULL);
+	assert_int_equal(raid_sync_request(f->a, RAID_SYNC_CHECK), 0);
+	assert_int_equal(pthread_create(&thread, NULL, run_sync, f->a), 0);
+	pthread_join(clients, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &quiet);
+	assert_int_equal(raid_status(f->a, &st), 0);
+	assert_int_equal(st.progress.kind, RAID_SYNC_CHECK); /* throttled */
+	pthread_join(thread, &ret);
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	assert_int_equal((intptr_t)ret, 0);
+	/* Busy until 500 ms after the last request it saw (the last came
+	 * a millisecond before quiet): not flat out within 400 ms of it. */
+	assert_true(ms_between(&quiet, &end) >= 400);
+	assert_int_equal(raid_status(f->a, &st), 0);
+	assert_int_equal(st.last_check.kind, RAID_SYNC_CHECK);
+	assert_int_equal(st.last_check.mismatch_cnt, 0);
+	free(model);
+	free(buf);
+}
+
 int
 main(void)
 {
@@ -341,6 +409,9 @@ main(void)
 						fixture_teardown),
 		cmocka_unit_test_setup_teardown(
 			test_sync_refusals, fixture_setup, fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_sync_busy_outlasts_window,
+						fixture_setup,
+						fixture_teardown),
 	};
 
 	t_init();
