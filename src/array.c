@@ -339,7 +339,8 @@ write_pieces(struct raid_array *a, int op, uint32_t flags, const void *buf,
 			}
 			snprintf(why, sizeof(why), "write error (%s)",
 				 strerror(-err));
-			if (array_fail(a, i, why, FAIL_WRITE) < 0) {
+			if (array_fail_seen(a, i, b->gen[i], why, FAIL_WRITE) <
+			    0) {
 				return err;
 			}
 		}
@@ -562,7 +563,8 @@ flush_members(struct raid_array *a, uint64_t which)
 		int err = b->error[i];
 
 		if (((wf >> i) & 1) &&
-		    array_fail(a, i, "flush error", FAIL_WRITE) < 0) {
+		    array_fail_seen(a, i, b->gen[i], "flush error",
+				    FAIL_WRITE) < 0) {
 			return err;
 		}
 	}

@@ -144,6 +144,13 @@ int array_recovery_done(struct raid_array *a, unsigned role);
  */
 int array_checkpoint_recovery(struct raid_array *a, unsigned role,
 			      uint64_t rebuilt_bytes);
+/*
+ * array_fail for an I/O result: only if role still holds the member the
+ * I/O went to (gen: member.h, the batch's gen[role]); a failure seen on a
+ * member a spare has replaced since is no news (0).
+ */
+int array_fail_seen(struct raid_array *a, unsigned role, unsigned gen,
+		    const char *why, enum fail_cause cause);
 /* Remove a faulty member from its role (raid_remove_member); fail_lock. */
 int remove_locked(struct raid_array *a, unsigned role);
 /* Fail role (array_fail's work); fail_lock held. */

@@ -181,6 +181,23 @@ array_fail(struct raid_array *a, unsigned role, const char *why,
 }
 
 int
+array_fail_seen(struct raid_array *a, unsigned role, unsigned gen,
+		const char *why, enum fail_cause cause)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&a->fail_lock);
+	if (atomic_load(&a->members[role].gen) == gen) {
+		r = fail_locked(a, role, why, cause);
+	}
+	pthread_mutex_unlock(&a->fail_lock);
+	if (r == 0) {
+		array_take_spare(a); /* md starts recovery onto a spare */
+	}
+	return r;
+}
+
+int
 raid_fail_member(struct raid_array *a, unsigned role, const char *why)
 {
 	int r;

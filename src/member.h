@@ -44,6 +44,12 @@ struct raid_member {
 
 	atomic_int state; /* enum raid_member_state */
 	/*
+	 * Which member holds this slot: moves on when a spare moves in
+	 * (spare.c), so that a failure seen on the member before it (a batch
+	 * queued to it, answered after the swap) never fails the spare.
+	 */
+	atomic_uint gen;
+	/*
 	 * Rebuilding: bytes of the data area rebuilt so far, from its start
 	 * (md's recovery_offset, in bytes; whole chunks until the end): reads
 	 * may use the member below it, never above.  Only recovery moves it,

@@ -475,6 +475,7 @@ spare_move(struct raid_array *a, unsigned role)
 	atomic_store(&m->alloc_ok, atomic_load(&s->alloc_ok));
 	atomic_store(&m->no_discard, atomic_load(&s->no_discard));
 	atomic_store(&m->rebuilt, 0);
+	atomic_fetch_add(&m->gen, 1);
 	atomic_store_explicit(&m->state, RAID_MEMBER_REBUILDING,
 			      memory_order_release);
 }

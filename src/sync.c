@@ -381,8 +381,8 @@ rebuild_run(struct pass *p)
 	int r = batch_run(&p->b);
 
 	if (r < 0 && ((batch_failed_writes(&p->b) >> p->role) & 1)) {
-		array_fail(p->a, (unsigned)p->role,
-			   "write error during recovery", FAIL_WRITE);
+		array_fail_seen(p->a, (unsigned)p->role, p->b.gen[p->role],
+				"write error during recovery", FAIL_WRITE);
 	}
 	return r;
 }

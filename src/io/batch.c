@@ -274,7 +274,8 @@ queue(struct batch *b, struct raid_member *m, int op, unsigned flags, void *buf,
 			      .flags = flags,
 			      .buf = buf,
 			      .len = len,
-			      .off = off };
+			      .off = off,
+			      .gen = atomic_load(&m->gen) };
 	/* Sequentially consistent: raid_remove_member's drain pairs with
 	 * this count and skip_dead's check of the state after it. */
 	atomic_fetch_add(&m->inflight, 1);
@@ -377,6 +378,7 @@ note_results(struct batch *b, unsigned from)
 		}
 		b->failed |= bit;
 		b->error[role] = r->res;
+		b->gen[role] = r->gen;
 		if (r->res == -ENODEV) {
 			continue; /* not issued: the member failed before */
 		}

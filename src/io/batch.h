@@ -64,6 +64,7 @@ struct batch {
 	uint64_t refused;	     /* bit per member that refused a discard
 					mode (EOPNOTSUPP: not a failure) */
 	int error[RAID_MAX_MEMBERS]; /* a failed member's first -errno */
+	unsigned gen[RAID_MAX_MEMBERS]; /* ...and which member it was (gen) */
 };
 
 /* The calling thread's batch, emptied, for a new request (NULL: ENOMEM). */

@@ -82,6 +82,7 @@ struct io_req {
 	uint64_t off;  /* member byte offset */
 	uint64_t done; /* bytes completed (short I/O continuation) */
 	int res;       /* 0 or -errno */
+	unsigned gen;  /* m->gen when queued (member.h) */
 };
 
 struct io_backend {

@@ -28,6 +28,7 @@
 
 #include "array.h"
 #include "helpers.h"
+#include "io/batch.h"
 #include "superblock.h"
 
 #define MiB	     (1u << 20)
@@ -318,6 +319,52 @@ test_spare_taken_when_member_fails(void **state)
 	raid_close(a);
 }
 
+/*
+ * A failure seen on a member that a spare has replaced since (a batch
+ * queued to it, answered after the swap) must not fail the spare: the
+ * bench caught a client write failing the spare that had just taken the
+ * slot of the member it had found faulty.
+ */
+static void
+test_stale_failure_spares_the_spare(void **state)
+{
+	static char buf[4096] __attribute__((aligned(4096)));
+	struct raid_member *m;
+	struct raid_array *a;
+	struct batch *b;
+	unsigned gen;
+
+	(void)state;
+	create(1, 0, 2);
+	assert_int_equal(open_array(2, -1, false, &a), 0);
+	m = &a->members[0];
+	assert_int_equal(raid_fail_member(a, 0, "test"), 0);
+	gen = atomic_load(&m->gen);
+	/* A write queued to the faulty member: not issued, -ENODEV. */
+	b = batch_begin();
+	assert_non_null(b);
+	assert_int_equal(batch_write(b, m, buf, sizeof(buf), 1 << 20, 0), 0);
+	assert_int_equal(batch_run(b), -ENODEV);
+	assert_true((batch_failed_writes(b) >> 0) & 1);
+	assert_int_equal(b->gen[0], gen);
+	/* Meanwhile a spare takes the slot: another member holds it now. */
+	assert_int_equal(raid_add_member(a, files[3], false), 0);
+	assert_int_equal(atomic_load(&m->state), RAID_MEMBER_REBUILDING);
+	assert_int_equal(atomic_load(&m->gen), gen + 1);
+	/* The stale failure is no news: the spare stays... */
+	assert_int_equal(array_fail_seen(a, 0, b->gen[0], "write error (test)",
+					 FAIL_WRITE),
+			 0);
+	assert_int_equal(atomic_load(&m->state), RAID_MEMBER_REBUILDING);
+	assert_string_equal(m->path, files[3]);
+	/* ...and a failure seen on the spare itself fails it. */
+	assert_int_equal(array_fail_seen(a, 0, gen + 1, "write error (test)",
+					 FAIL_WRITE),
+			 0);
+	assert_int_equal(atomic_load(&m->state), RAID_MEMBER_FAULTY);
+	raid_close(a);
+}
+
 /* A degraded array started with a spare takes it at once. */
 static void
 test_spare_taken_at_start_when_degraded(void **state)
@@ -356,6 +403,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(
 			test_spare_taken_at_start_when_degraded, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_stale_failure_spares_the_spare, setup, teardown),
 	};
 
 	t_init();
