@@ -112,6 +112,9 @@ def main():
                   "mdadm: added file is not a spare")
             print("ok add: a second spare, listed with role null",
                   flush=True)
+            # Slow, so that the recovery is still running when mdadm
+            # looks (at md's default maximum it takes a few ms).
+            control(ctl, "speed", "1000", "2000")
             control(ctl, "fail", "1")
             st = status(ctl)
             m1 = st["members"][1]
