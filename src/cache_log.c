@@ -299,7 +299,11 @@ clog_sync(struct clog *l, uint64_t lsn)
 
 	pthread_mutex_lock(&l->lock);
 	for (;;) {
-		if ((r = l->error) || l->durable >= lsn) {
+		if (l->durable >= lsn) {
+			r = 0;
+			break;
+		}
+		if ((r = l->error)) {
 			break;
 		}
 		if (lsn >= l->next_seq) {

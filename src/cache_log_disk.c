@@ -290,6 +290,12 @@ clog_fd_open(struct clog *l, bool rw, uint64_t *size, char *why, size_t wl)
 				 strerror(errno));
 	}
 	if (rw && !l->direct && fcntl(l->fd, F_OFD_SETLK, &fl) < 0) {
+		int e = errno;
+
+		if (e != EAGAIN && e != EACCES) {
+			return clog_fail(why, wl, -e, "%s: lock: %s", l->path,
+					 strerror(e));
+		}
 		return clog_fail(
 			why, wl, -EBUSY,
 			"%s: in use by another nbdraid (it holds the file's lock)",

@@ -803,6 +803,86 @@ test_cache_log_refuses_filesystem(void **state)
 	clog_close(l);
 }
 
+/* Where the next record goes in a log of `end` bytes (docs/cache.md:
+ * contiguous from 8 KiB; one that would cross the end starts at 8 KiB). */
+static uint64_t
+place(uint64_t *head, uint64_t end, const struct mrec *r)
+{
+	uint64_t size = r->type == CLOG_WRITE
+				? 4096 + (r->len + 4095) / 4096 * 4096
+				: 4096;
+	uint64_t pos = *head + size > end ? REC0 : *head;
+
+	*head = pos + size == end ? REC0 : pos + size;
+	return pos;
+}
+
+static void
+copy_file(const char *from, const char *to)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "cp %s %s", from, to);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* Damage one byte or one 512-byte sector anywhere in a record the crc
+ * covers, at any place round the circle: replay ends just before it. */
+static void
+test_cache_log_damage_anywhere(void **state)
+{
+	struct fx *f = *state;
+	struct clog *l = new_log(f, 1 * MiB), *c;
+	struct model m = { 0 };
+	uint64_t *pos = NULL, head = REC0;
+	char copy[96], saved[96];
+
+	snprintf(copy, sizeof(copy), "%s/copy", f->dir);
+	for (int round = 0; round < 60; round++) {
+		size_t n, j;
+		uint64_t at;
+		struct model before;
+
+		for (int k = 1 + t_rand(6); k > 0; k--) {
+			while (m_append_random(l, &m, 30000) == -ENOSPC) {
+				uint64_t lsn =
+					m.r[m.first + t_rand(m.n - m.first)]
+						.lsn;
+
+				assert_int_equal(clog_retire(l, lsn), 0);
+				m_retire(&m, lsn);
+			}
+			pos = realloc(pos, m.n * sizeof(*pos));
+			pos[m.n - 1] = place(&head, 1 * MiB, &m.r[m.n - 1]);
+		}
+		n = m.n - m.first;
+		j = m.first + t_rand(n);
+		copy_file(f->path, copy);
+		/* In the header's 128 bytes, or in the data's len bytes. */
+		if (m.r[j].type != CLOG_WRITE || t_rand(2)) {
+			at = pos[j] + t_rand(128);
+		} else {
+			at = pos[j] + 4096 + t_rand(m.r[j].len);
+		}
+		if (t_rand(2)) {
+			flip(copy, at);
+		} else {
+			zero(copy, at & ~511ull, 512);
+		}
+		before = m;
+		before.n = j;
+		snprintf(saved, sizeof(saved), "%s", f->path);
+		snprintf(f->path, sizeof(f->path), "%s", copy);
+		c = open_log(f, false);
+		replay_expect(c, &before);
+		clog_close(c);
+		snprintf(f->path, sizeof(f->path), "%s", saved);
+	}
+	clog_close(l);
+	free(pos);
+	m_free(&m);
+}
+
 /* A torn write of the newer header slot: the other one's checkpoint is
  * used, and the records after it replay. */
 static void
@@ -1021,6 +1101,8 @@ main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(
 			test_cache_log_refuses_filesystem, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cache_log_damage_anywhere,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache_log_header_slot_torn,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache_log_group_commit,
