@@ -298,6 +298,7 @@ clog_sync(struct clog *l, uint64_t lsn)
 	int r;
 
 	pthread_mutex_lock(&l->lock);
+	lsn = lsn == CLOG_ALL ? l->next_seq - 1 : lsn;
 	for (;;) {
 		if (l->durable >= lsn) {
 			r = 0;

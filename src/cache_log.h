@@ -29,7 +29,7 @@
 #define CLOG_BLOCK     4096u	   /* every position and size is a multiple */
 #define CLOG_MIN_BYTES (1u << 20)  /* the smallest log */
 #define CLOG_MAX_LEN   (32u << 20) /* the longest record, in a large log */
-#define CLOG_ALL       UINT64_MAX  /* clog_retire: every record written */
+#define CLOG_ALL       UINT64_MAX  /* clog_sync, clog_retire: every record */
 
 enum clog_type {
 	CLOG_WRITE = 1, /* data follows */
@@ -48,7 +48,8 @@ struct clog_rec {
 struct clog;
 
 /*
- * Open the log at path (a file or a block device) for the array with this
+ * Open the log at path (an existing file, whose size is the log's, or a
+ * block device) for the array with this
  * uuid and size, claiming it (a file: a write OFD lock; a block device:
  * O_EXCL, and I/O is O_DIRECT).  A path holding no log header is formatted
  * when create is true (not over a filesystem or other signature libblkid
@@ -100,10 +101,11 @@ int clog_append(struct clog *l, uint32_t type, uint64_t offset, uint32_t len,
 		const void *data, uint64_t *lsn);
 
 /*
- * Make every record up to lsn durable (group commit: one fdatasync at a
- * time; callers arriving while it runs wait, and those it covered return
- * without syncing; the rest share the next one).  Waits for appends of
- * lower lsns still being written.
+ * Make every record up to lsn durable (CLOG_ALL: every record appended
+ * before the call: a FLUSH).  Group commit: one fdatasync at a time;
+ * callers arriving while it runs wait, and those it covered return
+ * without syncing; the rest share the next one.  Waits for appends of
+ * lower lsns still being written.  -EINVAL for an lsn never handed out.
  */
 int clog_sync(struct clog *l, uint64_t lsn);
 

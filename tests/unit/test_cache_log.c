@@ -999,12 +999,15 @@ test_cache_log_group_commit(void **state)
 
 	/* Durable already: no sync.  One sync per record synced alone. */
 	assert_int_equal(clog_sync(l, m.r[2].lsn), 0);
+	assert_int_equal(clog_sync(l, CLOG_ALL), 0);
 	for (int i = 0; i < 3; i++) {
 		assert_int_equal(m_append(l, &m, CLOG_ZERO, 0, 4096), 0);
-		assert_int_equal(clog_sync(l, m_last(&m)), 0);
+		assert_int_equal(clog_sync(l, i == 2 ? CLOG_ALL : m_last(&m)),
+				 0);
 	}
 	clog_stats(l, &st);
 	assert_int_equal(st.syncs, 4);
+	assert_int_equal(st.durable_lsn, m_last(&m));
 	clog_close(l);
 	m_free(&m);
 }
