@@ -14,6 +14,7 @@
 /* The commands that take their own arguments. */
 int cmd_create(int argc, char **argv);
 int cmd_examine(int argc, char **argv);
+int cmd_examine_log(int argc, char **argv);
 /* nbdraid --control PATH COMMAND ...: argv[0] is the command. */
 int cmd_control(const char *path, int argc, char **argv);
 

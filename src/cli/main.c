@@ -13,6 +13,8 @@
  *   nbdraid create --level N ... MEMBER...     a new array (cmd_create.c)
  *   nbdraid examine [--json] [--brief] MEMBER...
  *                                             superblocks (cmd_examine.c)
+ *   nbdraid examine-log [--json] LOG...       a cache log's header and
+ *                                             records (cmd_examine_log.c)
  *
  * and those that ask a running server, through its control socket
  * (cmd_control.c):
@@ -276,6 +278,8 @@ static const struct command commands[] = {
 	  "                 [--assume-clean] [--force] [--direct] MEMBER..." },
 	{ "examine", NULL,      0, true, cmd_examine,
 	  "examine [--json] [--brief] MEMBER..." },
+	{ "examine-log", NULL,  0, true, cmd_examine_log,
+	  "examine-log [--json] LOG..." },
 	{ "status",  NULL,      0, true, control_needed,
 	  "--control PATH status [--json]" },
 	{ "fail",    NULL,      0, false, control_needed,
