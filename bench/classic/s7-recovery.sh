@@ -16,7 +16,7 @@
 #            members are, onto a file written beforehand as the spare is;
 #            emulated disks: iflag=direct oflag=direct onto another
 #            emulated disk), run back to back with it
-#   sparse   the same for an array whose export was written in 1M pieces at
+#   sparse   the same for an array whose export was written in row pieces at
 #            random places, 10 % of it (the rest never written): recovery
 #            time over the full member's (tmpfs only: the emulated disk has
 #            no holes)
@@ -107,8 +107,8 @@ r7_wipe() {
 # r7_make MEDIUM CONFIG KIND (full|sparse): N members and a spare, wiped,
 # `nbdraid create`d (metadata 1.2, chunk 512K), served once and filled:
 # full, every byte of the export (fio, full stripes, random buffers);
-# sparse, R7_SPARSE_PCT % of it in 1M pieces at random places (no piece
-# twice).  Sets R7_M (members, role order), R7_S (the spare), R7_LEVEL,
+# sparse, R7_SPARSE_PCT % of it in pieces of a row (RAID 1: 1M; RAID 5: a
+# full stripe) at random places (no piece twice).  Sets R7_M (members, role order), R7_S (the spare), R7_LEVEL,
 # R7_N, R7_EXPORT, R7_DATA (member data bytes), R7_OFF (data offset).
 r7_make() {
 	local medium=$1 cfg=$2 kind=$3 i f files=() bs n js
@@ -147,8 +147,12 @@ r7_make() {
 			--size="$R7_EXPORT" --refill_buffers --iomem_align=4096 \
 			--output-format=json --output="$js" >>"$OUT/logs/fio.err" 2>&1 || die "fill of $cfg failed"
 	else
-		n=$((R7_EXPORT * R7_SPARSE_PCT / 100 / 1048576))
-		timeout 900 fio --name=fill --ioengine=nbd --uri="$URI" --rw=randwrite --bs=1M --iodepth=8 \
+		# Pieces of a whole row (RAID 1: 1M; RAID 5: a full stripe, fio
+		# aligns them to their size), so that each member holds data in
+		# R7_SPARSE_PCT % of its rows, as the whole array does: 1M pieces
+		# of a RAID 5 x4 (stripe 1.5M) leave data in 18 % of the rows.
+		n=$((R7_EXPORT * R7_SPARSE_PCT / 100 / $(to_bytes "$bs")))
+		timeout 900 fio --name=fill --ioengine=nbd --uri="$URI" --rw=randwrite --bs="$bs" --iodepth=8 \
 			--size="$R7_EXPORT" --number_ios="$n" --randrepeat=0 --refill_buffers --iomem_align=4096 \
 			--output-format=json --output="$js" >>"$OUT/logs/fio.err" 2>&1 || die "fill of $cfg failed"
 	fi

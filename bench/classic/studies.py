@@ -490,7 +490,7 @@ plot {plots}
             "bs=1M` of one member file of the same array ({r7_dd}), run back to back with it: "
             "the recovery's "
             "member data bytes per second over dd's bytes per second.  **Sparse:** an array "
-            "whose export was written {r7_sparse} % in 1M pieces at random places (the rest "
+            "whose export was written {r7_sparse} % in pieces of a row (RAID 1: 1M; RAID 5: a full stripe) at random places (the rest "
             "never written): its recovery time over the full array's, same repetition.  "
             "**Under load:** a client load (fio, nbd engine) runs; the client's requests per "
             "second during the recovery over their rate in the {r7_win} s before the fail and "
