@@ -58,9 +58,15 @@
 #include "log.h"
 #include "util.h"
 
-#define CACHE_SHARDS	 64
-#define SLAB_PAGES	 256	       /* pages allocated at once */
-#define WB_BATCH_BYTES	 (4ull << 20)  /* a write-back's units, at most */
+#define CACHE_SHARDS   64
+#define SLAB_PAGES     256	    /* pages allocated at once */
+#define WB_BATCH_BYTES (8ull << 20) /* a write-back's units, at most */
+/*
+ * Write-back workers.  Two measured worse on emulated disks (1M sequential
+ * writes, RAID 5 x4: 0.7x, every member request paying an access time):
+ * two batches in flight interleave two streams on every member.
+ */
+#define WB_THREADS	 1
 #define WB_BUFS_KEPT	 4	       /* batch buffers kept for reuse */
 #define IDLE_NS		 200000000ull  /* clients quiet this long: idle */
 #define POLL_NS		 100000000ull  /* the thread looks this often */
@@ -185,13 +191,18 @@ struct cache {
 	pthread_mutex_t wb_lock;
 	pthread_cond_t wb_wake;
 	bool stop, kick, running;
-	pthread_t thread;
+	struct wb_worker {
+		struct cache *c;
+		unsigned idx;
+		pthread_t thread;
+	} workers[WB_THREADS];
+	unsigned nr_workers;
 	atomic_uint_fast64_t cursor; /* the unit write-back looks at first */
-	uint8_t *wb_buf;	     /* the thread's batch buffer */
-	uint64_t rate;		     /* bytes/s the PI controller allows */
-	int64_t integral;	     /* its I term's sum, byte-seconds */
-	uint64_t rate_ns;	     /* when the rate was last computed */
-	uint64_t rate_bytes;	     /* written_back at that moment */
+
+	atomic_uint_fast64_t rate; /* bytes/s the PI controller allows */
+	int64_t integral;	   /* its I term's sum, byte-seconds */
+	uint64_t rate_ns;	   /* when the rate was last computed */
+	uint64_t rate_bytes;	   /* written_back at that moment */
 
 	struct {
 		atomic_uint_fast64_t read_hits, read_misses, writes_cached,
@@ -210,9 +221,11 @@ struct cache {
 struct wb_batch {
 	uint64_t u0;
 	unsigned n, max;
-	uint8_t *buf;	/* max units of data, aligned */
-	uint64_t *mask; /* the blocks claimed, words per unit */
-	uint64_t seq;	/* the oldest write among them */
+	uint8_t *buf;	 /* max units of data, aligned */
+	uint8_t *spare;	 /* one unit more: gaps read from the device */
+	uint64_t *mask;	 /* the blocks claimed, words per unit */
+	uint64_t *wmask; /* the blocks to write: claimed, and gaps filled */
+	uint64_t seq;	 /* the oldest write among them */
 };
 
 /* ---- small helpers ----------------------------------------------------- */
@@ -773,6 +786,7 @@ evict(struct cache *c, uint64_t want)
 }
 
 static bool thread_running(struct cache *c);
+static void cache_stop(struct cache *c);
 static void wb_kick(struct cache *c);
 static int writeback_round(struct cache *c, bool everything, uint8_t *buf,
 			   uint64_t *bytes);
@@ -1434,7 +1448,8 @@ batch_units(const struct cache *c)
 static size_t
 batch_bytes(const struct cache *c)
 {
-	return batch_units(c) * (c->unit + c->words * sizeof(uint64_t));
+	return (batch_units(c) + 1) * c->unit +
+	       batch_units(c) * 2 * c->words * sizeof(uint64_t);
 }
 
 static void
@@ -1443,7 +1458,9 @@ batch_init(struct cache *c, struct wb_batch *b, uint8_t *buf)
 	*b = (struct wb_batch){ .max = batch_units(c),
 				.buf = buf,
 				.seq = UINT64_MAX };
-	b->mask = (uint64_t *)(buf + (size_t)b->max * c->unit);
+	b->spare = buf + (size_t)b->max * c->unit;
+	b->mask = (uint64_t *)(b->spare + c->unit);
+	b->wmask = b->mask + (size_t)b->max * c->words;
 }
 
 /* A batch buffer: one kept for reuse, or a new one (NULL: no memory). */
@@ -1514,11 +1531,55 @@ claim(struct cache *c, struct centry *e, struct wb_batch *b)
 		}
 		r++;
 	}
+	memcpy(b->wmask + (size_t)k * c->words, mask, c->words * sizeof(*mask));
 	e->nr_dirty = 0;
 	e->wb = true;
 	e->wb_seq = e->dirty_seq;
 	e->dirty_seq = 0;
 	b->seq = MIN(b->seq, e->wb_seq);
+}
+
+/*
+ * Where a partial unit costs reads (RAID 5), its claimed blocks are not
+ * written run by run (a read-modify-write each) but as one span, from the
+ * first to the last, the gaps between read from the device first: one
+ * read and one write for the stripe.  A gap's newer data, if a client
+ * wrote it meanwhile, is dirty in the cache and written after; nothing
+ * else writes the unit while it is in flight (direct operations wait).
+ */
+static int
+fill_gaps(struct cache *c, struct wb_batch *b, unsigned k)
+{
+	uint64_t *mask = b->mask + (size_t)k * c->words;
+	uint64_t *wmask = b->wmask + (size_t)k * c->words;
+	uint8_t *dst = b->buf + (size_t)k * c->unit;
+	uint32_t nb = unit_blocks(c, b->u0 + k), first = nb, last = 0;
+	uint64_t base = (b->u0 + k) * c->unit, lo, hi;
+	bool gap = false;
+	int r;
+
+	for (uint32_t i = 0; i < nb; i++) {
+		if (bit_test(mask, i)) {
+			gap |= first < nb && i > last + 1;
+			first = MIN(first, i);
+			last = i;
+		}
+	}
+	if (!gap) {
+		return 0;
+	}
+	lo = base + (uint64_t)first * c->block;
+	hi = MIN(base + (uint64_t)(last + 1) * c->block, c->size);
+	r = c->be.read(c->be.ctx, b->spare, hi - lo, lo);
+	for (uint32_t i = first; r == 0 && i <= last; i++) {
+		if (!bit_test(mask, i)) {
+			memcpy(dst + (size_t)i * c->block,
+			       b->spare + (size_t)(i - first) * c->block,
+			       c->block);
+			bit_set(wmask, i);
+		}
+	}
+	return r;
 }
 
 /* The write-back of unit k of the batch completed (r: how). */
@@ -1557,11 +1618,11 @@ complete_unit(struct cache *c, struct wb_batch *b, unsigned k, int r)
 	pthread_mutex_unlock(&s->lock);
 }
 
-/* Is block g of the batch (unit g / unit_blocks) claimed? */
+/* Is block g of the batch (unit g / unit_blocks) to be written? */
 static bool
 batch_claimed(const struct cache *c, const struct wb_batch *b, uint64_t g)
 {
-	return bit_test(b->mask + (g / c->unit_blocks) * c->words,
+	return bit_test(b->wmask + (g / c->unit_blocks) * c->words,
 			g % c->unit_blocks);
 }
 
@@ -1576,6 +1637,9 @@ batch_write(struct cache *c, struct wb_batch *b, uint64_t *bytes)
 	uint64_t base = b->u0 * c->unit;
 	int r = 0;
 
+	for (unsigned k = 0; c->hold_partial && k < b->n && r == 0; k++) {
+		r = fill_gaps(c, b, k);
+	}
 	for (uint64_t g = 0; g < total && r == 0;) {
 		uint64_t h = g, lo, hi;
 
@@ -1615,8 +1679,9 @@ batch_write(struct cache *c, struct wb_batch *b, uint64_t *bytes)
 
 /*
  * One batch, as the thread writes back: from the cursor, the first unit
- * due (a full one, or a partial one held long enough, or any when
- * `everything`), and the consecutive units due after it.
+ * due (a full one, or a partial one held long enough) and the consecutive
+ * units due after it; when there is none and `everything` (idle clients,
+ * pressure, a drain), the first dirty one and those after it.
  */
 static int
 writeback_round(struct cache *c, bool everything, uint8_t *buf, uint64_t *bytes)
@@ -1634,8 +1699,12 @@ writeback_round(struct cache *c, bool everything, uint8_t *buf, uint64_t *bytes)
 		}
 	}
 	batch_init(c, &b, buf);
-	for (unsigned pass = 0; pass < 2 && !b.n; pass++) {
-		uint64_t u = pass ? 0 : start, end = pass ? start : c->nr_units;
+	/* Units due first (full stripes, or held long enough), from the
+	 * cursor round to it; then, when everything may go, any. */
+	for (unsigned pass = 0; pass < (everything ? 4 : 2) && !b.n; pass++) {
+		uint64_t u = pass % 2 ? 0 : start;
+		uint64_t end = pass % 2 ? start : c->nr_units;
+		bool any = pass >= 2;
 
 		while (b.n < b.max &&
 		       (u = abit_next(c->unclean, u, end)) < end) {
@@ -1648,7 +1717,7 @@ writeback_round(struct cache *c, bool everything, uint8_t *buf, uint64_t *bytes)
 			}
 			pthread_mutex_lock(&s->lock);
 			e = lookup(c, u);
-			if (wb_eligible(c, e, everything, now)) {
+			if (wb_eligible(c, e, any, now)) {
 				claim(c, e, &b);
 				took = true;
 			}
@@ -1775,7 +1844,7 @@ wb_kick(struct cache *c)
 {
 	pthread_mutex_lock(&c->wb_lock);
 	c->kick = true;
-	pthread_cond_signal(&c->wb_wake);
+	pthread_cond_broadcast(&c->wb_wake);
 	pthread_mutex_unlock(&c->wb_lock);
 }
 
@@ -1825,21 +1894,30 @@ update_rate(struct cache *c, uint64_t now)
 	dirty = (int64_t)(atomic_load(&c->nr_unclean) * c->block);
 	target = (int64_t)(c->pool.cap * c->block * PI_TARGET_PCT / 100);
 	err = dirty - target;
-	if (c->rate > PI_MIN_RATE || (err < 0 && c->integral > 0)) {
+	if (atomic_load(&c->rate) > PI_MIN_RATE ||
+	    (err < 0 && c->integral > 0)) {
 		c->integral += err * (int64_t)(dt / 1000000) / 1000;
 	}
 	rate = err / PI_P_TERM_S + c->integral / PI_I_TERM_S2;
-	c->rate = (uint64_t)MAX(rate, (int64_t)PI_MIN_RATE);
+	atomic_store(&c->rate, (uint64_t)MAX(rate, (int64_t)PI_MIN_RATE));
 }
 
+/*
+ * A write-back worker: WB_THREADS of them, so that the members get the
+ * next batch while one is being written; the first also runs the PI
+ * controller, and each paces itself at its share of the rate.
+ */
 static void *
 wb_main(void *arg)
 {
-	struct cache *c = arg;
+	struct wb_worker *w = arg;
+	struct cache *c = w->c;
 	uint64_t next_ns = 0; /* paced: no write-back before then */
+	uint8_t *buf = buf_get(c);
 
-	c->rate_ns = now_ns();
-	c->rate = PI_MIN_RATE;
+	while (!buf && wb_sleep(c, ERROR_BACKOFF_NS)) {
+		buf = buf_get(c);
+	}
 	for (;;) {
 		uint64_t now = now_ns(), bytes = 0, cap = c->pool.cap;
 		uint64_t last = atomic_load(&c->last_client_ns);
@@ -1850,7 +1928,12 @@ wb_main(void *arg)
 		bool fast = idle || pressure;
 		int r = 0;
 
-		update_rate(c, now);
+		if (!buf) {
+			break; /* stopped before it had memory */
+		}
+		if (w->idx == 0) {
+			update_rate(c, now);
+		}
 		if (!fast && now < next_ns) {
 			if (!wb_sleep(c, MIN(next_ns - now, POLL_NS))) {
 				break;
@@ -1858,7 +1941,7 @@ wb_main(void *arg)
 			continue;
 		}
 		if (unclean) {
-			r = writeback_round(c, fast, c->wb_buf, &bytes);
+			r = writeback_round(c, fast, buf, &bytes);
 		}
 		if (r < 0) {
 			raid_debug(
@@ -1872,13 +1955,17 @@ wb_main(void *arg)
 			continue;
 		}
 		next_ns = MAX(next_ns, now) +
-			  bytes * 1000000000ull / MAX(c->rate, 1);
+			  bytes * 1000000000ull * WB_THREADS /
+				  MAX(atomic_load(&c->rate), 1);
 		pthread_mutex_lock(&c->wb_lock);
 		r = c->stop;
 		pthread_mutex_unlock(&c->wb_lock);
 		if (r) {
 			break;
 		}
+	}
+	if (buf) {
+		buf_put(c, buf);
 	}
 	return NULL;
 }
@@ -1891,17 +1978,24 @@ cache_start(struct cache *c)
 	if (!c || c->running) {
 		return 0;
 	}
-	if (posix_memalign((void **)&c->wb_buf, IO_BUF_ALIGN, batch_bytes(c)) !=
-	    0) {
-		return -ENOMEM;
-	}
 	c->stop = false;
-	r = pthread_create(&c->thread, NULL, wb_main, c);
-	if (r) {
-		raid_error("cache: cannot start the write-back thread: %s",
-			   strerror(r));
-		return -r;
+	c->rate_ns = now_ns();
+	atomic_store(&c->rate, PI_MIN_RATE);
+	for (unsigned i = 0; i < WB_THREADS; i++) {
+		c->workers[i] = (struct wb_worker){ .c = c, .idx = i };
+		r = pthread_create(&c->workers[i].thread, NULL, wb_main,
+				   &c->workers[i]);
+		if (r) {
+			raid_error(
+				"cache: cannot start a write-back thread: %s",
+				strerror(r));
+			c->nr_workers = i;
+			__atomic_store_n(&c->running, true, __ATOMIC_RELEASE);
+			cache_stop(c);
+			return -r;
+		}
 	}
+	c->nr_workers = WB_THREADS;
 	__atomic_store_n(&c->running, true, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -1914,9 +2008,12 @@ cache_stop(struct cache *c)
 	}
 	pthread_mutex_lock(&c->wb_lock);
 	c->stop = true;
-	pthread_cond_signal(&c->wb_wake);
+	pthread_cond_broadcast(&c->wb_wake);
 	pthread_mutex_unlock(&c->wb_lock);
-	pthread_join(c->thread, NULL);
+	for (unsigned i = 0; i < c->nr_workers; i++) {
+		pthread_join(c->workers[i].thread, NULL);
+	}
+	c->nr_workers = 0;
 	__atomic_store_n(&c->running, false, __ATOMIC_RELEASE);
 }
 
@@ -2013,7 +2110,7 @@ cache_free(struct cache *c)
 	free((void *)c->present);
 	free((void *)c->unclean);
 	free(c->bucket);
-	free(c->wb_buf);
+
 	free(c);
 }
 
