@@ -4,7 +4,9 @@
 # nbdkit's own cache filter in front (nbdkit --filter=cache raid ...), on
 # emulated disks (bench/classic/fusedisk.c: 5 ms access, 100 MB/s, one
 # request at a time) and on tmpfs.  Patterns: 4K random write QD1 and QD8,
-# 1M sequential write QD8.  Every repetition runs the three configurations
+# 1M sequential write QD8 (timed runs), and writeall: 1M sequential writes
+# QD8 over the whole array once, then a flush, timed by the wall clock (what
+# a cache defers to the flush counts).  Every repetition runs the three configurations
 # back to back (a fresh server each, killed after its run: the cache's
 # dirty data is not waited for), and the figures are same-run ratios to
 # cache=none, medians over the repetitions.  The full study comes later.
@@ -24,7 +26,7 @@ CLI=${NBDRAID_CLI:-$HERE/../build/src/nbdraid}
 REPS=3 RT=5 RAMP=1 MEDIA="spindle tmpfs" OUT=
 DISK_SIZE=${DISK_SIZE:-256M} CHUNK=${CHUNK:-512K} CACHE_ARGS=${CACHE_ARGS:-}
 CONFIGS=${CONFIGS:-"none ram filter"}
-PATTERNS=${PATTERNS:-"randwrite:4k:1 randwrite:4k:8 write:1m:8"}
+PATTERNS=${PATTERNS:-"randwrite:4k:1 randwrite:4k:8 write:1m:8 writeall:1m:8"}
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -133,10 +135,16 @@ for medium in $MEDIA; do
 				js=$OUT/json/$medium-$rep-$cfg-${pat//:/_}.json
 				read -r -a s0 < <(stats)
 				t0=$(date +%s%N)
-				fio --name=x --ioengine=nbd --uri="$URI" --rw="$kind" --bs="$bs" \
-					--iodepth="$qd" --time_based --runtime="$RT" --ramp_time="$RAMP" \
-					--norandommap --randrepeat=0 --iomem_align=4096 \
-					--output-format=json --output="$js" >>"$OUT/logs/fio.err" 2>&1
+				if [ "$kind" = writeall ]; then
+					fio --name=x --ioengine=nbd --uri="$URI" --rw=write --bs="$bs" \
+						--iodepth="$qd" --end_fsync=1 --iomem_align=4096 \
+						--output-format=json --output="$js" >>"$OUT/logs/fio.err" 2>&1
+				else
+					fio --name=x --ioengine=nbd --uri="$URI" --rw="$kind" --bs="$bs" \
+						--iodepth="$qd" --time_based --runtime="$RT" --ramp_time="$RAMP" \
+						--norandommap --randrepeat=0 --iomem_align=4096 \
+						--output-format=json --output="$js" >>"$OUT/logs/fio.err" 2>&1
+				fi
 				t1=$(date +%s%N)
 				read -r -a s1 < <(stats)
 				dm=$(awk -v a="${s0[*]}" -v b="${s1[*]}" -v ns=$((t1 - t0)) 'BEGIN { split(a, x); split(b, y)
@@ -149,6 +157,9 @@ for medium in $MEDIA; do
 				fi
 				unserve
 				m=$(jq -r '.jobs[0].write.bw_bytes' "$js" 2>/dev/null)
+				if [ "$kind" = writeall ]; then # bytes over the wall clock
+					m=$(jq -r '.jobs[0].write.io_bytes' "$js" | awk -v ns=$((t1 - t0)) '{ printf "%.0f", $1 / (ns / 1e9) }')
+				fi
 				b=$(numfmt --from=iec "${bs^^}")
 				echo "$medium,$rep,$cfg,$pat,$(awk -v m="$m" 'BEGIN { printf "%.1f", m / 1e6 }'),$(awk -v m="$m" -v b="$b" 'BEGIN { printf "%.0f", m / b }'),$dirty,$waits,$dm" >>"$OUT/results.csv"
 				log "$medium rep $rep $pat $cfg: $(awk -v m="$m" 'BEGIN { printf "%.1f", m / 1e6 }') MB/s (dirty $dirty; member reads,writes,seeks,busy% $dm)"

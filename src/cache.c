@@ -134,6 +134,8 @@ struct stream {
 	uint64_t used; /* LRU stamp */
 };
 
+struct dop_req;
+
 struct cache {
 	struct cache_backing be;
 	uint64_t size; /* the device's bytes */
@@ -173,6 +175,16 @@ struct cache {
 	pthread_mutex_t done_lock;
 	pthread_cond_t done_cond;
 	atomic_uint_fast64_t done_gen;
+
+	/*
+	 * dop_lock guards the list of direct operations between their start
+	 * and their end (dops), which a write-back checks before it reads a
+	 * span's gaps from the device: an operation that found the unit
+	 * without an entry (and so did not pin it) may be writing there.
+	 * A leaf.
+	 */
+	pthread_mutex_t dop_lock;
+	struct dop_req *dops;
 
 	/* seq_lock guards streams[] and stream_clock.  A leaf. */
 	pthread_mutex_t seq_lock;
@@ -222,7 +234,7 @@ struct wb_batch {
 	uint64_t u0;
 	unsigned n, max;
 	uint8_t *buf;	 /* max units of data, aligned */
-	uint8_t *spare;	 /* one unit more: gaps read from the device */
+	uint8_t *spare;	 /* as much again: gaps read from the device */
 	uint64_t *mask;	 /* the blocks claimed, words per unit */
 	uint64_t *wmask; /* the blocks to write: claimed, and gaps filled */
 	uint64_t seq;	 /* the oldest write among them */
@@ -945,6 +957,7 @@ enum dop {
 };
 
 struct dop_req {
+	struct dop_req *prev, *next; /* c->dops, under dop_lock */
 	enum dop op;
 	const uint8_t *buf; /* the data of a write */
 	uint64_t off, end;
@@ -952,6 +965,49 @@ struct dop_req {
 	uint64_t reserved; /* DOP_WT: pages promised for new blocks */
 	uint64_t seq;	   /* for blocks it leaves dirty; 0 until needed */
 };
+
+/* The direct operations in flight, for fill_gaps (dop_lock). */
+static void
+dop_enter(struct cache *c, struct dop_req *d)
+{
+	pthread_mutex_lock(&c->dop_lock);
+	d->prev = NULL;
+	d->next = c->dops;
+	if (c->dops) {
+		c->dops->prev = d;
+	}
+	c->dops = d;
+	pthread_mutex_unlock(&c->dop_lock);
+}
+
+static void
+dop_leave(struct cache *c, struct dop_req *d)
+{
+	pthread_mutex_lock(&c->dop_lock);
+	if (d->prev) {
+		d->prev->next = d->next;
+	} else {
+		c->dops = d->next;
+	}
+	if (d->next) {
+		d->next->prev = d->prev;
+	}
+	pthread_mutex_unlock(&c->dop_lock);
+}
+
+/* Does a direct operation in flight touch [lo, hi)? */
+static bool
+dop_overlaps(struct cache *c, uint64_t lo, uint64_t hi)
+{
+	bool hit = false;
+
+	pthread_mutex_lock(&c->dop_lock);
+	for (struct dop_req *d = c->dops; d && !hit; d = d->next) {
+		hit = d->off < hi && lo < d->end;
+	}
+	pthread_mutex_unlock(&c->dop_lock);
+	return hit;
+}
 
 /*
  * Pin the entries of the request's units: wait until no write-back or
@@ -1161,6 +1217,7 @@ direct(struct cache *c, enum dop op, const void *buf, uint64_t count,
 		return 0;
 	}
 	d.id = atomic_fetch_add(&c->op_ids, 1) + 1;
+	dop_enter(c, &d);
 	r = pin_units(c, &d, op == DOP_WT);
 	if (r == 0) {
 		switch (op) {
@@ -1184,6 +1241,7 @@ direct(struct cache *c, enum dop op, const void *buf, uint64_t count,
 		pool_unreserve(c, d.reserved);
 	}
 	unpin_units(c, &d);
+	dop_leave(c, &d);
 	return r;
 }
 
@@ -1448,8 +1506,7 @@ batch_units(const struct cache *c)
 static size_t
 batch_bytes(const struct cache *c)
 {
-	return (batch_units(c) + 1) * c->unit +
-	       batch_units(c) * 2 * c->words * sizeof(uint64_t);
+	return batch_units(c) * (2 * c->unit + 2 * c->words * sizeof(uint64_t));
 }
 
 static void
@@ -1459,7 +1516,7 @@ batch_init(struct cache *c, struct wb_batch *b, uint8_t *buf)
 				.buf = buf,
 				.seq = UINT64_MAX };
 	b->spare = buf + (size_t)b->max * c->unit;
-	b->mask = (uint64_t *)(b->spare + c->unit);
+	b->mask = (uint64_t *)(b->spare + (size_t)b->max * c->unit);
 	b->wmask = b->mask + (size_t)b->max * c->words;
 }
 
@@ -1539,44 +1596,56 @@ claim(struct cache *c, struct centry *e, struct wb_batch *b)
 	b->seq = MIN(b->seq, e->wb_seq);
 }
 
+/* Is block g of the batch (unit g / unit_blocks) to be written? */
+static bool
+batch_claimed(const struct cache *c, const struct wb_batch *b, uint64_t g)
+{
+	return bit_test(b->wmask + (g / c->unit_blocks) * c->words,
+			g % c->unit_blocks);
+}
+
 /*
- * Where a partial unit costs reads (RAID 5), its claimed blocks are not
- * written run by run (a read-modify-write each) but as one span, from the
- * first to the last, the gaps between read from the device first: one
- * read and one write for the stripe.  A gap's newer data, if a client
- * wrote it meanwhile, is dirty in the cache and written after; nothing
- * else writes the unit while it is in flight (direct operations wait).
+ * Where a partial unit costs reads (RAID 5), the batch's claimed blocks
+ * are not written run by run (a read-modify-write each, with its seeks)
+ * but as one span, from the first claimed block to the last, the gaps
+ * read from the device first: one read and one write for the batch, whole
+ * stripes inside it.  A gap's newer data, if a client wrote it meanwhile,
+ * is dirty in the cache and written after.  A direct operation that comes
+ * now pins the units and waits for the write-back; one that started
+ * before the units had an entry did not pin them and may be writing in
+ * the span: then the gaps are not read (the list of direct operations in
+ * flight says), and the runs are written one by one.
  */
 static int
-fill_gaps(struct cache *c, struct wb_batch *b, unsigned k)
+fill_gaps(struct cache *c, struct wb_batch *b)
 {
-	uint64_t *mask = b->mask + (size_t)k * c->words;
-	uint64_t *wmask = b->wmask + (size_t)k * c->words;
-	uint8_t *dst = b->buf + (size_t)k * c->unit;
-	uint32_t nb = unit_blocks(c, b->u0 + k), first = nb, last = 0;
-	uint64_t base = (b->u0 + k) * c->unit, lo, hi;
+	uint64_t total = (uint64_t)b->n * c->unit_blocks, first = total;
+	uint64_t last = 0, base = b->u0 * c->unit, lo, hi;
 	bool gap = false;
 	int r;
 
-	for (uint32_t i = 0; i < nb; i++) {
-		if (bit_test(mask, i)) {
-			gap |= first < nb && i > last + 1;
-			first = MIN(first, i);
-			last = i;
+	for (uint64_t g = 0; g < total; g++) {
+		if (batch_claimed(c, b, g)) {
+			gap |= first < total && g > last + 1;
+			first = MIN(first, g);
+			last = g;
 		}
 	}
 	if (!gap) {
 		return 0;
 	}
-	lo = base + (uint64_t)first * c->block;
-	hi = MIN(base + (uint64_t)(last + 1) * c->block, c->size);
+	lo = base + first * c->block;
+	hi = MIN(base + (last + 1) * c->block, c->size);
+	if (dop_overlaps(c, lo, hi)) {
+		return 0; /* written run by run instead */
+	}
 	r = c->be.read(c->be.ctx, b->spare, hi - lo, lo);
-	for (uint32_t i = first; r == 0 && i <= last; i++) {
-		if (!bit_test(mask, i)) {
-			memcpy(dst + (size_t)i * c->block,
-			       b->spare + (size_t)(i - first) * c->block,
-			       c->block);
-			bit_set(wmask, i);
+	for (uint64_t g = first; r == 0 && g <= last; g++) {
+		if (!batch_claimed(c, b, g)) {
+			memcpy(b->buf + g * c->block,
+			       b->spare + (g - first) * c->block, c->block);
+			bit_set(b->wmask + (g / c->unit_blocks) * c->words,
+				g % c->unit_blocks);
 		}
 	}
 	return r;
@@ -1618,14 +1687,6 @@ complete_unit(struct cache *c, struct wb_batch *b, unsigned k, int r)
 	pthread_mutex_unlock(&s->lock);
 }
 
-/* Is block g of the batch (unit g / unit_blocks) to be written? */
-static bool
-batch_claimed(const struct cache *c, const struct wb_batch *b, uint64_t g)
-{
-	return bit_test(b->wmask + (g / c->unit_blocks) * c->words,
-			g % c->unit_blocks);
-}
-
 /*
  * Write the batch's claimed blocks, each run of them (across its units)
  * in one device write, then complete every unit.  *bytes written.
@@ -1637,8 +1698,8 @@ batch_write(struct cache *c, struct wb_batch *b, uint64_t *bytes)
 	uint64_t base = b->u0 * c->unit;
 	int r = 0;
 
-	for (unsigned k = 0; c->hold_partial && k < b->n && r == 0; k++) {
-		r = fill_gaps(c, b, k);
+	if (c->hold_partial) {
+		r = fill_gaps(c, b);
 	}
 	for (uint64_t g = 0; g < total && r == 0;) {
 		uint64_t h = g, lo, hi;
@@ -2101,6 +2162,7 @@ cache_free(struct cache *c)
 	pthread_mutex_destroy(&c->done_lock);
 	pthread_cond_destroy(&c->done_cond);
 	pthread_mutex_destroy(&c->seq_lock);
+	pthread_mutex_destroy(&c->dop_lock);
 	while (c->nr_bufs) {
 		free(c->bufs[--c->nr_bufs]);
 	}
@@ -2127,6 +2189,7 @@ cache_init_locks(struct cache *c)
 	pthread_mutex_init(&c->done_lock, NULL);
 	pthread_cond_init(&c->done_cond, NULL);
 	pthread_mutex_init(&c->seq_lock, NULL);
+	pthread_mutex_init(&c->dop_lock, NULL);
 	pthread_mutex_init(&c->buf_lock, NULL);
 	pthread_mutex_init(&c->wb_lock, NULL);
 	pthread_condattr_init(&ca);

@@ -4,7 +4,8 @@
 For each geometry (chunk 4K..64K, members of a few MiB), with the cache
 larger than the array and with one of 1 MiB (write-back under pressure,
 writers waiting for room), and once in writethrough mode:
-  * multi-conn, FUA, flush, trim and zero are offered;
+  * multi-conn, FUA, flush, trim and zero are offered; the log says the
+    cache's mode and size at start;
   * random pread/pwrite(+FUA)/flush/trim/zero from 4 connections at once
     (each in its own unaligned regions) then from one anywhere, every read
     checked against a model, then the whole array read back byte-exact;
@@ -94,6 +95,11 @@ def run_case(rng, folder, level, n, extra):
     paths, params, model = new_array(folder, geo, extra + ["control=" + ctl])
     with Server(params) as srv:
         check_array(srv.connect(), geo, label)
+        mode = "write-through" if "writethrough" in " ".join(extra) \
+            else "write-back"
+        check("cache: %s in RAM" % mode in srv.stderr(),
+              "%s: no start line saying the cache mode:\n%s" % (
+                  label, srv.stderr()))
         w = Workload(srv, model, geo, rng)
         w.concurrent_phase(40)
         w.serial_phase(60)

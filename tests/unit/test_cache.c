@@ -582,6 +582,69 @@ test_cache_direct_and_late_writeback_coherent(void **state)
 }
 
 /*
+ * RAID 5-like (partial units filled from the device before write-back):
+ * a direct (FUA) write to a block of a unit that had no entry yet, in
+ * flight while cached writes to blocks on both sides of it are written
+ * back: the write-back must not read the gap between them from the
+ * device and write it back over the direct write.
+ */
+struct fua_at {
+	struct cache *c;
+	const uint8_t *buf;
+	uint64_t off;
+	int r;
+};
+
+static void *
+fua_at_thread(void *arg)
+{
+	struct fua_at *j = arg;
+
+	j->r = cache_pwrite(j->c, j->buf, BLK, j->off, RAID_FUA);
+	return NULL;
+}
+
+static void
+test_cache_gap_fill_spares_direct_write_in_flight(void **state)
+{
+	struct gdev d;
+	struct cache *c;
+	struct fua_at j;
+	struct flusher fl;
+	pthread_t tj, tf;
+	uint8_t vd[BLK], vw[BLK], got[BLK];
+
+	(void)state;
+	gdev_init(&d, 64 * BLK);
+	c = gcache(&d, 16 * BLK, 64 * BLK, true);
+	t_fill_random(vd, sizeof(vd));
+	t_fill_random(vw, sizeof(vw));
+	gdev_set_fua_gate(&d, true);
+	gdev_set_gate(&d, true);
+	j = (struct fua_at){ .c = c, .buf = vd, .off = 21 * BLK, .r = -1 };
+	pthread_create(&tj, NULL, fua_at_thread, &j);
+	gdev_wait_held(&d, 1);
+	assert_int_equal(cache_pwrite(c, vw, BLK, 17 * BLK, 0), 0);
+	assert_int_equal(cache_pwrite(c, vw, BLK, 25 * BLK, 0), 0);
+	fl = (struct flusher){ c, -1 };
+	pthread_create(&tf, NULL, flush_thread, &fl);
+	gdev_wait_held(&d, 2);
+	gdev_set_fua_gate(&d, false); /* the direct write lands */
+	pthread_join(tj, NULL);
+	gdev_set_gate(&d, false); /* then the write-back */
+	pthread_join(tf, NULL);
+	assert_int_equal(j.r, 0);
+	assert_int_equal(fl.r, 0);
+	assert_memory_equal(d.data + 21 * BLK, vd, BLK);
+	assert_memory_equal(d.data + 17 * BLK, vw, BLK);
+	assert_memory_equal(d.data + 25 * BLK, vw, BLK);
+	assert_int_equal(cache_pread(c, got, BLK, 21 * BLK), 0);
+	assert_memory_equal(got, vd, BLK);
+	assert_int_equal(cache_close(c), 0);
+	gdev_free(&d);
+}
+
+/*
  * The cache full of dirty data whose write-back cannot complete (held at
  * the gate): a writer waits (counted), it does not fail; once write-back
  * goes on it completes and its data reads back.
@@ -671,6 +734,12 @@ test_cache_raid5_full_stripes_read_nothing(void **state)
 	assert_int_equal(raid_flush(f->a), 0);
 	assert_int_equal(member_ops(f, IO_READ), 0);
 	assert_true(member_ops(f, IO_WRITE) >= 4);
+	fixture_check_members(f, model);
+	fixture_check_parity(f);
+	/* Blocks 0 and 2 of a stripe, 1 not: one span, the gap read. */
+	model_write(f->a, model, buf, BLK, 7 * stripe, 0);
+	model_write(f->a, model, buf, BLK, 7 * stripe + 2 * BLK, 0);
+	assert_int_equal(raid_flush(f->a), 0);
 	fixture_check_members(f, model);
 	fixture_check_parity(f);
 	/* One block of a stripe: read-modify-write reads. */
@@ -1153,6 +1222,9 @@ main(void)
 			t_setup),
 		cmocka_unit_test_setup(
 			test_cache_direct_and_late_writeback_coherent, t_setup),
+		cmocka_unit_test_setup(
+			test_cache_gap_fill_spares_direct_write_in_flight,
+			t_setup),
 		cmocka_unit_test_setup(test_cache_full_writer_waits_not_fails,
 				       t_setup),
 		cmocka_unit_test_setup_teardown(
