@@ -285,6 +285,34 @@ struct raid_check_report {
 /* md's speed_limit_min and _max (KiB/s per member), their defaults. */
 #define RAID_SYNC_SPEED_MIN 1000
 #define RAID_SYNC_SPEED_MAX 200000
+/*
+ * ---- the write-back cache (docs/cache.md) ----
+ *
+ * cache=ram holds acknowledged writes in memory and writes them back to
+ * the members in the background, full stripes first; FLUSH writes back
+ * every dirty byte acknowledged before it and flushes the members.
+ * Requests count once, as the client sent them (io[] above), whichever
+ * way they went.
+ */
+struct raid_cache_status {
+	enum raid_cache_kind kind; /* RAID_CACHE_NONE: no cache, rest 0 */
+	enum raid_cache_mode mode;
+	uint64_t size_bytes;	  /* cache-size */
+	uint64_t used_bytes;	  /* data held, dirty or clean */
+	uint64_t dirty_bytes;	  /* not yet written back (or being written) */
+	uint64_t read_hits;	  /* reads served from the cache alone */
+	uint64_t read_misses;	  /* reads that went to the members, for some */
+	uint64_t writes_cached;	  /* writes answered once in memory */
+	uint64_t write_hits;	  /* of those, every block was cached before */
+	uint64_t writes_direct;	  /* written to the members before the reply:
+				     FUA, unaligned edges, writethrough */
+	uint64_t writes_bypassed; /* sequential runs past the cutoff */
+	uint64_t written_back_bytes;	/* by write-back, since start */
+	uint64_t writeback_bytes_per_s; /* over the last seconds */
+	uint64_t writeback_errors;	/* write-backs the members refused */
+	uint64_t waits;			/* writes that waited for room */
+};
+
 struct raid_status {
 	enum raid_array_state state;
 	int level;
@@ -305,6 +333,7 @@ struct raid_status {
 	struct raid_sync_progress progress;
 	struct raid_check_report last_check;
 	uint64_t speed_min, speed_max; /* KiB/s per member */
+	struct raid_cache_status cache;
 };
 int raid_status(struct raid_array *a, struct raid_status *st);
 /* st as one JSON object, without a newline (docs/control.md); free() it. */
@@ -348,6 +377,13 @@ int raid_add_member(struct raid_array *a, const char *path, bool force);
 int raid_sync_request(struct raid_array *a, enum raid_sync_kind kind);
 int raid_sync_stop(struct raid_array *a);
 int raid_sync_speed(struct raid_array *a, uint64_t min_kib, uint64_t max_kib);
+
+/*
+ * Write back everything the cache holds dirty, then flush the members:
+ * returns when no byte is dirty that was acknowledged before the call
+ * (`nbdraid --control PATH cache flush`).  -ENOTSUP without a cache.
+ */
+int raid_cache_flush(struct raid_array *a);
 
 /* Log sink: every message of the core goes through here. */
 enum raid_log_level { RAID_LOG_ERROR, RAID_LOG_DEBUG };

@@ -43,6 +43,22 @@ enum raid_io_mode {
 	RAID_IO_PSYNC,
 };
 
+/* The write-back cache in front of the array (docs/cache.md). */
+enum raid_cache_kind {
+	RAID_CACHE_NONE = 0, /* every request goes to the members */
+	RAID_CACHE_RAM,	     /* dirty data in memory: lost on a crash unless
+				flushed, as a RAID card without a battery */
+	RAID_CACHE_LOG,	     /* RAM plus a persistent log (cache-log=PATH) */
+};
+enum raid_cache_mode {
+	RAID_CACHE_WRITEBACK = 0, /* acknowledged once cached */
+	RAID_CACHE_WRITETHROUGH,  /* acknowledged once on the members */
+};
+#define RAID_CACHE_DEFAULT_SIZE	   (256ull << 20)
+#define RAID_CACHE_DEFAULT_CUTOFF  (4ull << 20)
+#define RAID_CACHE_DEFAULT_HOLD_MS 2000u
+#define RAID_CACHE_MAX_HOLD_MS	   60000u
+
 /* The parser's own bookkeeping: where each key came from (config.c). */
 struct raid_config_sources;
 
@@ -72,6 +88,14 @@ struct raid_config {
 	unsigned nr_members;
 	char **spares; /* spare=: absolute paths (md superblocks only) */
 	unsigned nr_spares;
+	enum raid_cache_kind cache; /* cache= */
+	enum raid_cache_mode cache_mode;
+	uint64_t cache_size;	   /* bytes of cached data at most */
+	uint64_t cache_seq_cutoff; /* a sequential run this long bypasses the
+				      cache; 0: never */
+	unsigned cache_hold_ms;	   /* a partial stripe waits this long for
+				      the rest before it is written back */
+	char *cache_log;	   /* cache-log=PATH (cache=log) */
 	struct raid_config_sources *sources; /* NULL until a key is set */
 };
 

@@ -72,7 +72,7 @@ nbdraid_config(const char *key, const char *value)
 	if ((strcmp(key, "member") == 0 &&
 	     strcmp(value, RAID_MEMBER_MISSING_NAME) != 0) ||
 	    strcmp(key, "spare") == 0 || strcmp(key, "config") == 0 ||
-	    strcmp(key, "control") == 0 ||
+	    strcmp(key, "control") == 0 || strcmp(key, "cache-log") == 0 ||
 	    (strcmp(key, "event") == 0 && strchr(value, '/'))) {
 		abs = nbdkit_absolute_path(value);
 		if (!abs) {

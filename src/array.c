@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "array.h"
+#include "cache.h"
 #include "control.h"
 #include "events.h"
 #include "io/batch.h"
@@ -405,6 +406,24 @@ counted(struct raid_array *a, enum raid_req_kind k, uint64_t bytes, int r)
 }
 
 int
+array_pread(struct raid_array *a, void *buf, uint64_t count, uint64_t offset)
+{
+	int r = check_range(a, count, offset);
+
+	if (r == 0) {
+		r = a->io_align == 1 || aligned_io(a, buf, count, offset)
+			    ? array_read(a, buf, count, offset, false)
+			    : read_bounced(a, buf, count, offset);
+	}
+	return r;
+}
+
+/*
+ * The public data functions: through the cache when there is one (it
+ * calls the array_* functions for write-back and misses), else straight
+ * to them; each client request counted once, here.
+ */
+int
 raid_pread(struct raid_array *a, void *buf, uint32_t count, uint64_t offset,
 	   uint32_t flags)
 {
@@ -412,9 +431,8 @@ raid_pread(struct raid_array *a, void *buf, uint32_t count, uint64_t offset,
 
 	(void)flags;
 	if (r == 0) {
-		r = a->io_align == 1 || aligned_io(a, buf, count, offset)
-			    ? array_read(a, buf, count, offset, false)
-			    : read_bounced(a, buf, count, offset);
+		r = a->cache ? cache_pread(a->cache, buf, count, offset)
+			     : array_pread(a, buf, count, offset);
 	}
 	return counted(a, RAID_REQ_READ, count, r);
 }
@@ -517,8 +535,8 @@ array_write_any(struct raid_array *a, const void *buf, uint64_t count,
 }
 
 static int
-array_pwrite(struct raid_array *a, const void *buf, uint32_t count,
-	     uint64_t offset, uint32_t flags)
+pwrite_checked(struct raid_array *a, const void *buf, uint64_t count,
+	       uint64_t offset, uint32_t flags)
 {
 	int r = check_range(a, count, offset);
 
@@ -572,9 +590,26 @@ flush_members(struct raid_array *a, uint64_t which)
 }
 
 int
+array_flush(struct raid_array *a)
+{
+	return flush_members(a, ~0ull);
+}
+
+int
 raid_flush(struct raid_array *a)
 {
-	return counted(a, RAID_REQ_FLUSH, 0, flush_members(a, ~0ull));
+	int r = a->cache ? cache_flush(a->cache) : array_flush(a);
+
+	return counted(a, RAID_REQ_FLUSH, 0, r);
+}
+
+int
+raid_cache_flush(struct raid_array *a)
+{
+	if (!a->cache) {
+		return -ENOTSUP;
+	}
+	return cache_flush(a->cache);
 }
 
 /*
@@ -619,8 +654,8 @@ trim_refused(const struct raid_array *a)
 }
 
 static int
-array_trim(struct raid_array *a, uint32_t count, uint64_t offset,
-	   uint32_t flags)
+trim_checked(struct raid_array *a, uint64_t count, uint64_t offset,
+	     uint32_t flags)
 {
 	uint64_t lo = ROUND_UP(offset, a->discard_align);
 	uint64_t hi = ROUND_DOWN(offset + count, a->discard_align);
@@ -677,8 +712,8 @@ zero_edges(struct raid_array *a, uint64_t count, uint64_t off, uint32_t flags,
 }
 
 static int
-array_zero(struct raid_array *a, uint32_t count, uint64_t offset,
-	   uint32_t flags)
+zero_checked(struct raid_array *a, uint64_t count, uint64_t offset,
+	     uint32_t flags)
 {
 	bool fast = flags & RAID_FAST_ZERO;
 	uint64_t lo, hi;
@@ -726,14 +761,62 @@ write_start(struct raid_array *a)
 }
 
 int
-raid_pwrite(struct raid_array *a, const void *buf, uint32_t count,
-	    uint64_t offset, uint32_t flags)
+array_pwrite(struct raid_array *a, const void *buf, uint64_t count,
+	     uint64_t offset, uint32_t flags)
 {
 	int r = write_start(a);
 
 	if (r == 0) {
-		r = array_pwrite(a, buf, count, offset, flags);
+		r = pwrite_checked(a, buf, count, offset, flags);
 		state_write_end(a);
+	}
+	return r;
+}
+
+int
+array_trim(struct raid_array *a, uint64_t count, uint64_t offset,
+	   uint32_t flags)
+{
+	int r = write_start(a);
+
+	if (r == 0) {
+		r = trim_checked(a, count, offset, flags);
+		state_write_end(a);
+	}
+	return r;
+}
+
+int
+array_zero(struct raid_array *a, uint64_t count, uint64_t offset,
+	   uint32_t flags)
+{
+	int r = write_start(a);
+
+	if (r == 0) {
+		r = zero_checked(a, count, offset, flags);
+		state_write_end(a);
+	}
+	return r;
+}
+
+int
+array_writable(struct raid_array *a)
+{
+	if (a->read_only) {
+		return -EROFS;
+	}
+	return atomic_load(&a->broken) ? -EIO : 0;
+}
+
+int
+raid_pwrite(struct raid_array *a, const void *buf, uint32_t count,
+	    uint64_t offset, uint32_t flags)
+{
+	int r = check_range(a, count, offset);
+
+	if (r == 0) {
+		r = a->cache ? cache_pwrite(a->cache, buf, count, offset, flags)
+			     : array_pwrite(a, buf, count, offset, flags);
 	}
 	return counted(a, RAID_REQ_WRITE, count, r);
 }
@@ -741,11 +824,11 @@ raid_pwrite(struct raid_array *a, const void *buf, uint32_t count,
 int
 raid_trim(struct raid_array *a, uint32_t count, uint64_t offset, uint32_t flags)
 {
-	int r = write_start(a);
+	int r = check_range(a, count, offset);
 
 	if (r == 0) {
-		r = array_trim(a, count, offset, flags);
-		state_write_end(a);
+		r = a->cache ? cache_trim(a->cache, count, offset, flags)
+			     : array_trim(a, count, offset, flags);
 	}
 	return counted(a, RAID_REQ_TRIM, count, r);
 }
@@ -753,11 +836,11 @@ raid_trim(struct raid_array *a, uint32_t count, uint64_t offset, uint32_t flags)
 int
 raid_zero(struct raid_array *a, uint32_t count, uint64_t offset, uint32_t flags)
 {
-	int r = write_start(a);
+	int r = check_range(a, count, offset);
 
 	if (r == 0) {
-		r = array_zero(a, count, offset, flags);
-		state_write_end(a);
+		r = a->cache ? cache_zero(a->cache, count, offset, flags)
+			     : array_zero(a, count, offset, flags);
 	}
 	return counted(a, RAID_REQ_ZERO, count, r);
 }
@@ -798,9 +881,39 @@ piece_extent(struct raid_array *a, uint64_t off, uint64_t len, bool *hole,
 	*hole &= looked > 0; /* RAID 5 rebuilds it: data, as far as known */
 }
 
+static int array_extents(struct raid_array *a, uint32_t count, uint64_t offset,
+			 uint32_t flags, raid_extent_fn add, void *ctx);
+
+/* Holes the members report, less what the cache holds unwritten. */
+struct cached_extents {
+	struct cache *cache;
+	raid_extent_fn add;
+	void *ctx;
+};
+
+static int
+add_cached(void *ctx, uint64_t offset, uint64_t length, uint32_t type)
+{
+	struct cached_extents *x = ctx;
+
+	return cache_extent(x->cache, offset, length, type, x->add, x->ctx);
+}
+
 int
 raid_extents(struct raid_array *a, uint32_t count, uint64_t offset,
 	     uint32_t flags, raid_extent_fn add, void *ctx)
+{
+	struct cached_extents x = { a->cache, add, ctx };
+
+	if (a->cache) {
+		return array_extents(a, count, offset, flags, add_cached, &x);
+	}
+	return array_extents(a, count, offset, flags, add, ctx);
+}
+
+static int
+array_extents(struct raid_array *a, uint32_t count, uint64_t offset,
+	      uint32_t flags, raid_extent_fn add, void *ctx)
 {
 	uint64_t end = offset + count;
 	int r = check_range(a, count, offset);
@@ -1315,6 +1428,9 @@ raid_open(const struct raid_config *cfg, struct raid_array **out)
 		if (r == 0) {
 			r = spares_start(*out, cfg);
 		}
+		if (r == 0) {
+			r = array_cache_open(*out, cfg);
+		}
 		if (r < 0) {
 			raid_close(*out);
 			*out = NULL;
@@ -1340,7 +1456,11 @@ raid_close(struct raid_array *a)
 		return;
 	}
 	control_close(a->control); /* no fail or remove from here on */
-	sync_stop(a);		   /* a pass keeps its checkpoint */
+	/* Everything cached written back and flushed before the array is
+	 * marked clean: the members alone hold it. */
+	cache_close(a->cache);
+	a->cache = NULL;
+	sync_stop(a); /* a pass keeps its checkpoint */
 	state_stop(a);
 	state_close(a);
 	if (a->owns_members) {

@@ -86,7 +86,33 @@ struct raid_array {
 	struct event_runner *events;	/* event=PROGRAM, or NULL */
 	struct control_server *control; /* control=PATH, or NULL */
 	struct sync_state *sync;	/* recovery, resync, scrub (sync.h) */
+	struct cache *cache;		/* cache=ram|log (cache.h), or NULL */
 };
+
+/*
+ * The array's own requests, below the cache: what raid_pread ... do
+ * without one, and what the cache calls for misses and write-back.  They
+ * count no client request (raid_* do, once).  Writes, trims and zeros
+ * run between state_write_start and _end; array_writable says whether a
+ * write may be taken now (-EROFS, -EIO once the array failed).
+ */
+int array_pread(struct raid_array *a, void *buf, uint64_t count,
+		uint64_t offset);
+int array_pwrite(struct raid_array *a, const void *buf, uint64_t count,
+		 uint64_t offset, uint32_t flags);
+int array_trim(struct raid_array *a, uint64_t count, uint64_t offset,
+	       uint32_t flags);
+int array_zero(struct raid_array *a, uint64_t count, uint64_t offset,
+	       uint32_t flags);
+int array_flush(struct raid_array *a);
+int array_writable(struct raid_array *a);
+
+/*
+ * cache= (array_cache.c): put a cache in front of the array, its units a
+ * full stripe (parity) or 1 MiB; said in the log.  0 without one.  The
+ * write-back thread starts in raid_start.
+ */
+int array_cache_open(struct raid_array *a, const struct raid_config *cfg);
 
 /*
  * Report an event (mdadm --monitor's names: "Fail", "DegradedArray" ...)

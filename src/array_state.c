@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "array.h"
+#include "cache.h"
 #include "control.h"
 #include "events.h"
 #include "io/batch.h"
@@ -449,6 +450,9 @@ raid_start(struct raid_array *a)
 	}
 	if (r == 0) {
 		r = sync_start(a);
+	}
+	if (r == 0) {
+		r = cache_start(a->cache);
 	}
 	if (r == 0 && a->control) {
 		r = control_start(a->control);

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cache.h"
 #include "io/fault.h"
 #include "layout/layout.h"
 #include "log.h"
@@ -34,7 +35,7 @@ enum source {
 	SRC_FILE,
 };
 
-#define MAX_OPTIONS 24
+#define MAX_OPTIONS 32
 
 struct raid_config_sources {
 	enum source from[MAX_OPTIONS]; /* per option-table row */
@@ -363,6 +364,107 @@ set_member_size(struct raid_config *c, const char *v)
 	return r;
 }
 
+/* cache=none|ram|log: where acknowledged writes wait (docs/cache.md). */
+static int
+set_cache(struct raid_config *c, const char *v)
+{
+	if (strcmp(v, "none") == 0) {
+		c->cache = RAID_CACHE_NONE;
+	} else if (strcmp(v, "ram") == 0) {
+		c->cache = RAID_CACHE_RAM;
+	} else if (strcmp(v, "log") == 0) {
+		/*
+		 * The persistent log (src/cache_log.c) is built on its own
+		 * branch; cache.c has the hooks (cache.h: CACHE_LOG_BUILT).
+		 */
+		if (!CACHE_LOG_BUILT) {
+			raid_error(
+				"cache 'log': the persistent cache log is not in this build yet; use cache=ram (RAM, lost on a crash unless flushed)");
+			return -ENOTSUP;
+		}
+		c->cache = RAID_CACHE_LOG;
+	} else {
+		raid_error("cache '%s': must be none, ram or log", v);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int
+set_cache_mode(struct raid_config *c, const char *v)
+{
+	if (strcmp(v, "writeback") == 0) {
+		c->cache_mode = RAID_CACHE_WRITEBACK;
+	} else if (strcmp(v, "writethrough") == 0) {
+		c->cache_mode = RAID_CACHE_WRITETHROUGH;
+	} else {
+		raid_error("cache-mode '%s': must be writeback or writethrough",
+			   v);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The bytes the cache may hold; checked against the array at open. */
+static int
+set_cache_size(struct raid_config *c, const char *v)
+{
+	uint64_t n;
+
+	if (raid_parse_size(v, &n) < 0 || n < CACHE_MIN_SIZE) {
+		raid_error("cache-size '%s': must be a size of at least 1M", v);
+		return -EINVAL;
+	}
+	c->cache_size = n;
+	return 0;
+}
+
+static int
+set_cache_seq_cutoff(struct raid_config *c, const char *v)
+{
+	if (raid_parse_size(v, &c->cache_seq_cutoff) < 0) {
+		raid_error(
+			"cache-seq-cutoff '%s': must be a size (0: never bypass the cache)",
+			v);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Milliseconds: "2000", "2000ms" or "2s". */
+static int
+set_cache_hold(struct raid_config *c, const char *v)
+{
+	unsigned long long n = 0;
+	char *end = NULL;
+
+	if (isdigit((unsigned char)*v)) {
+		errno = 0;
+		n = strtoull(v, &end, 10);
+	}
+	if (end && !errno && *end == 's' && !end[1] && n <= UINT32_MAX) {
+		n *= 1000;
+	} else if (end && !errno && (!*end || strcmp(end, "ms") == 0)) {
+		/* milliseconds */
+	} else {
+		end = NULL;
+	}
+	if (!end || n > RAID_CACHE_MAX_HOLD_MS) {
+		raid_error(
+			"cache-hold '%s': must be a time up to 60s (2000, 2000ms or 2s)",
+			v);
+		return -EINVAL;
+	}
+	c->cache_hold_ms = (unsigned)n;
+	return 0;
+}
+
+static int
+set_cache_log(struct raid_config *c, const char *v)
+{
+	return set_string(&c->cache_log, "cache-log", v);
+}
+
 static const struct option options[] = {
 	{ "level", set_level, false, "level=0|1|5|10",
 	  "RAID level (required)." },
@@ -417,6 +519,25 @@ static const struct option options[] = {
 	{ "member-size", set_member_size, false, "member-size=SIZE",
 	  "Raw: use SIZE of every member from data-offset\n"
 	  "(default: all of the smallest); md's Used Dev Size." },
+	{ "cache", set_cache, false, "cache=none|ram|log",
+	  "A write-back cache in front of the array (default\n"
+	  "none): ram holds writes in memory until flushed or\n"
+	  "written back (docs/cache.md)." },
+	{ "cache-size", set_cache_size, false, "cache-size=SIZE",
+	  "Data the cache holds at most (default 256M)." },
+	{ "cache-mode", set_cache_mode, false,
+	  "cache-mode=writeback|writethrough",
+	  "writeback (default): a write is answered once\n"
+	  "cached; writethrough: once on the members." },
+	{ "cache-seq-cutoff", set_cache_seq_cutoff, false,
+	  "cache-seq-cutoff=SIZE",
+	  "Sequential writes past SIZE of a run go straight to\n"
+	  "the members (default 4M; 0: never)." },
+	{ "cache-hold", set_cache_hold, false, "cache-hold=MS",
+	  "RAID 5: a partly written stripe waits up to MS for\n"
+	  "the rest before write-back (default 2000)." },
+	{ "cache-log", set_cache_log, false, "cache-log=PATH",
+	  "cache=log: the log file or device." },
 };
 #define NR_OPTIONS (sizeof(options) / sizeof(options[0]))
 _Static_assert(NR_OPTIONS <= MAX_OPTIONS, "sources.from[] holds every row");
@@ -431,7 +552,7 @@ static const struct option config_option = {
 };
 
 #define HELP_USAGE_WIDTH 24 /* the usage column */
-#define HELP_MAX	 4096
+#define HELP_MAX	 8192
 
 /* Append one option's help: usage, then its lines of text aligned. */
 static size_t
@@ -485,6 +606,9 @@ raid_config_init(struct raid_config *c)
 	c->level = -1;
 	c->chunk_bytes = RAID_DEFAULT_CHUNK;
 	c->io = RAID_IO_AUTO;
+	c->cache_size = RAID_CACHE_DEFAULT_SIZE;
+	c->cache_seq_cutoff = RAID_CACHE_DEFAULT_CUTOFF;
+	c->cache_hold_ms = RAID_CACHE_DEFAULT_HOLD_MS;
 }
 
 /* The bookkeeping, made on the first key set. */
@@ -515,6 +639,7 @@ raid_config_free(struct raid_config *c)
 	free(c->name);
 	free(c->control);
 	free(c->event);
+	free(c->cache_log);
 	for (unsigned i = 0; i < c->nr_faults; i++) {
 		free(c->faults[i]);
 	}
@@ -613,7 +738,8 @@ set_from_file(struct raid_config *c, const char *dir, const char *key,
 {
 	char path[PATH_MAX];
 
-	if ((strcmp(key, "member") == 0 || strcmp(key, "spare") == 0) &&
+	if ((strcmp(key, "member") == 0 || strcmp(key, "spare") == 0 ||
+	     strcmp(key, "cache-log") == 0) &&
 	    value[0] != '/' && strcmp(value, RAID_MEMBER_MISSING_NAME) != 0) {
 		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, value) >=
 		    sizeof(path)) {
@@ -702,6 +828,32 @@ raid_config_load(struct raid_config *c, const char *path)
 	return r;
 }
 
+/* The cache keys only mean something with a cache, cache-log with log. */
+static int
+check_cache(const struct raid_config *c)
+{
+	static const char *const keys[] = { "cache-size", "cache-mode",
+					    "cache-seq-cutoff", "cache-hold" };
+
+	for (unsigned i = 0; i < ARRAY_SIZE(keys); i++) {
+		if (c->cache == RAID_CACHE_NONE &&
+		    raid_config_is_set(c, keys[i])) {
+			raid_error("%s= needs cache=ram (or cache=log)",
+				   keys[i]);
+			return -EINVAL;
+		}
+	}
+	if (c->cache_log && c->cache != RAID_CACHE_LOG) {
+		raid_error("cache-log= needs cache=log");
+		return -EINVAL;
+	}
+	if (c->cache == RAID_CACHE_LOG && !c->cache_log) {
+		raid_error("cache=log needs cache-log=PATH (a file or device)");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int
 raid_config_check(const struct raid_config *c)
 {
@@ -717,6 +869,9 @@ raid_config_check(const struct raid_config *c)
 		raid_error(
 			"spare= needs md superblocks: with metadata=none there is nowhere to record a spare or the role it takes");
 		r = -EINVAL;
+	}
+	if (r == 0) {
+		r = check_cache(c);
 	}
 	if (r == 0 && c->metadata == RAID_META_NONE) {
 		r = raid_config_check_raw(c);

@@ -21,6 +21,7 @@
  *   {"command":"add","member":PATH,"force":false}
  *   {"command":"speed","min":KiB/s,"max":KiB/s}
  *   {"command":"scrub","action":"check"|"repair"|"stop"}
+ *   {"command":"cache","action":"flush"}
  *
  * A bad line (not JSON, not an object, an unknown command, longer than
  * CONTROL_LINE_MAX) gets an error answer and the connection goes on.
@@ -53,6 +54,7 @@
 #include <json.h>
 
 #include "array.h"
+#include "cache.h"
 #include "control.h"
 #include "log.h"
 #include "status_json.h"
@@ -439,6 +441,49 @@ cmd_scrub(struct control_server *cs, struct client *c, struct json_object *req)
 }
 
 /*
+ * cache flush: write back everything dirty and flush the members (the
+ * control thread waits for it: a large cache over slow members takes
+ * long, and status waits behind it).
+ */
+static void
+cmd_cache(struct control_server *cs, struct client *c, struct json_object *req)
+{
+	struct raid_cache_status st;
+	struct json_object *v, *o;
+	const char *action = "";
+	int r;
+
+	if (json_object_object_get_ex(req, "action", &v) &&
+	    json_object_is_type(v, json_type_string)) {
+		action = json_object_get_string(v);
+	}
+	if (strcmp(action, "flush") != 0) {
+		answer_error(c, "cache: want {\"command\":\"cache\","
+				"\"action\":\"flush\"}");
+		return;
+	}
+	raid_debug("control: cache flush");
+	r = raid_cache_flush(cs->a);
+	if (r < 0) {
+		answer_error(c, "cache flush: %s%s", strerror(-r),
+			     r == -ENOTSUP ? ": the array has no cache "
+					     "(cache=none)"
+					   : " (the server's log says why)");
+		return;
+	}
+	cache_status(cs->a->cache, &st);
+	o = ok_object();
+	if (o) {
+		json_object_object_add(o, "dirty_bytes",
+				       json_object_new_uint64(st.dirty_bytes));
+		json_object_object_add(
+			o, "written_back_bytes",
+			json_object_new_uint64(st.written_back_bytes));
+	}
+	answer(c, o);
+}
+
+/*
  * Parse a request line: one JSON value, blanks around it allowed.  NULL
  * with *why set when it is not.
  */
@@ -500,7 +545,7 @@ handle_line(struct control_server *cs, struct client *c, const char *line,
 	    !json_object_is_type(cmd, json_type_string)) {
 		answer_error(c, "bad request: want {\"command\":\"status\"|"
 				"\"fail\"|\"remove\"|\"add\"|\"speed\"|"
-				"\"scrub\", ...}");
+				"\"scrub\"|\"cache\", ...}");
 		json_object_put(req);
 		return;
 	}
@@ -515,10 +560,12 @@ handle_line(struct control_server *cs, struct client *c, const char *line,
 		cmd_speed(cs, c, req);
 	} else if (strcmp(name, "scrub") == 0) {
 		cmd_scrub(cs, c, req);
+	} else if (strcmp(name, "cache") == 0) {
+		cmd_cache(cs, c, req);
 	} else {
 		answer_error(c,
 			     "unknown command '%s' (status, fail, remove, add, "
-			     "speed, scrub)",
+			     "speed, scrub, cache)",
 			     name);
 	}
 	json_object_put(req);

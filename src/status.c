@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "array.h"
+#include "cache.h"
 #include "events.h"
 #include "log.h"
 #include "sync.h"
@@ -132,6 +133,7 @@ raid_status(struct raid_array *a, struct raid_status *st)
 	}
 	pthread_mutex_unlock(&a->fail_lock);
 	meta_status(a->meta, st);
+	cache_status(a->cache, &st->cache);
 	return 0;
 }
 

@@ -15,12 +15,19 @@
  *                 "total_bytes": ..., "bytes_per_s": ..., "eta_s": ...},
  *    "last_check": {"kind": "check", "mismatch_cnt": 0,
  *                   "finished": 1700000000},
- *    "speed": {"min": 1000, "max": 200000}}
+ *    "speed": {"min": 1000, "max": 200000},
+ *    "cache": {"mode": "ram", "write_mode": "writeback", "size": ...,
+ *              "used_bytes": ..., "dirty_bytes": ..., "read_hits": ...,
+ *              "read_misses": ..., "writes_cached": ..., "write_hits": ...,
+ *              "writes_direct": ..., "writes_bypassed": ...,
+ *              "written_back_bytes": ..., "writeback_rate": ...,
+ *              "writeback_errors": ..., "waits": ...}}
  *
  * In raw mode (no superblocks) uuid, name, events and clean are null; a
  * level without a layout name has layout null; a role with no member has
  * path null; spares come after the roles, role null; progress is null
- * when no pass runs, last_check null before a check or repair finished.
+ * when no pass runs, last_check null before a check or repair finished,
+ * cache null without a cache.
  */
 #include <stdbool.h>
 #include <stdlib.h>
@@ -175,6 +182,48 @@ add_check_speed(struct json_object *o, const struct raid_status *st)
 	return ok && add(v, "max", json_object_new_uint64(st->speed_max));
 }
 
+/* The cache, or null without one (docs/control.md). */
+static bool
+add_cache(struct json_object *o, const struct raid_status *st)
+{
+	const struct raid_cache_status *c = &st->cache;
+	struct json_object *v;
+	bool ok;
+
+	if (c->kind == RAID_CACHE_NONE) {
+		return json_object_object_add(o, "cache", NULL) == 0;
+	}
+	v = json_object_new_object();
+	ok = v && add(o, "cache", v);
+	ok = ok && add_string(v, "mode",
+			      c->kind == RAID_CACHE_RAM ? "ram" : "log", false);
+	ok = ok && add_string(v, "write_mode",
+			      c->mode == RAID_CACHE_WRITEBACK ? "writeback"
+							      : "writethrough",
+			      false);
+	ok = ok && add(v, "size", json_object_new_uint64(c->size_bytes));
+	ok = ok && add(v, "used_bytes", json_object_new_uint64(c->used_bytes));
+	ok = ok &&
+	     add(v, "dirty_bytes", json_object_new_uint64(c->dirty_bytes));
+	ok = ok && add(v, "read_hits", json_object_new_uint64(c->read_hits));
+	ok = ok &&
+	     add(v, "read_misses", json_object_new_uint64(c->read_misses));
+	ok = ok &&
+	     add(v, "writes_cached", json_object_new_uint64(c->writes_cached));
+	ok = ok && add(v, "write_hits", json_object_new_uint64(c->write_hits));
+	ok = ok &&
+	     add(v, "writes_direct", json_object_new_uint64(c->writes_direct));
+	ok = ok && add(v, "writes_bypassed",
+		       json_object_new_uint64(c->writes_bypassed));
+	ok = ok && add(v, "written_back_bytes",
+		       json_object_new_uint64(c->written_back_bytes));
+	ok = ok && add(v, "writeback_rate",
+		       json_object_new_uint64(c->writeback_bytes_per_s));
+	ok = ok && add(v, "writeback_errors",
+		       json_object_new_uint64(c->writeback_errors));
+	return ok && add(v, "waits", json_object_new_uint64(c->waits));
+}
+
 /* uuid, name, events, clean: from the superblocks, else null. */
 static bool
 add_identity(struct json_object *o, const struct raid_status *st)
@@ -217,6 +266,7 @@ status_json_object(const struct raid_status *st)
 	ok = ok && add(o, "io", io_object(st));
 	ok = ok && add_progress(o, st);
 	ok = ok && add_check_speed(o, st);
+	ok = ok && add_cache(o, st);
 	if (!ok) {
 		json_object_put(o);
 		return NULL;

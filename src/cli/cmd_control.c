@@ -16,6 +16,9 @@
  *   nbdraid --control PATH scrub check|repair|stop
  *                                            md's sync_action; returns
  *                                            once the pass shows
+ *   nbdraid --control PATH cache flush       write back everything the
+ *                                            cache holds, flush the
+ *                                            members; returns when done
  *
  * MEMBER is a role number or a member's path (a relative path is taken
  * from the current folder, as nbdkit takes member=).  One request line,
@@ -39,6 +42,7 @@
 
 #define ANSWER_MAX	  (4u << 20) /* bytes: far more than any status */
 #define ANSWER_TIMEOUT_MS 60000	     /* fail and remove write superblocks */
+#define ANSWER_NO_TIMEOUT -1	     /* cache flush: as long as it takes */
 
 /* A connected socket to the server at path, or -1 (said why). */
 static int
@@ -88,7 +92,7 @@ send_all(int fd, const char *s, size_t len)
 
 /* Read up to the first newline: the answer line (free it), or NULL. */
 static char *
-read_line(int fd, const char *path)
+read_line(int fd, const char *path, int timeout_ms)
 {
 	size_t len = 0, cap = 4096;
 	char *buf = malloc(cap), *nl = NULL;
@@ -108,9 +112,9 @@ read_line(int fd, const char *path)
 			buf = b;
 			cap *= 2;
 		}
-		if (poll(&p, 1, ANSWER_TIMEOUT_MS) == 0) {
+		if (poll(&p, 1, timeout_ms) == 0) {
 			cli_fail("%s: no answer within %d s", path,
-				 ANSWER_TIMEOUT_MS / 1000);
+				 timeout_ms / 1000);
 			break;
 		}
 		n = recv(fd, buf + len, cap - 1 - len, 0);
@@ -140,7 +144,7 @@ read_line(int fd, const char *path)
  * server could not be reached or refused (said why).
  */
 static struct json_object *
-request(const char *path, struct json_object *req)
+request_wait(const char *path, struct json_object *req, int timeout_ms)
 {
 	const char *s = json_object_to_json_string_ext(
 		req, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
@@ -154,7 +158,7 @@ request(const char *path, struct json_object *req)
 	if (!send_all(fd, s, strlen(s)) || !send_all(fd, "\n", 1)) {
 		cli_fail("%s: send: %s", path, strerror(errno));
 	} else {
-		line = read_line(fd, path);
+		line = read_line(fd, path, timeout_ms);
 	}
 	close(fd);
 	if (line && !(ans = json_tokener_parse(line))) {
@@ -171,6 +175,12 @@ request(const char *path, struct json_object *req)
 		ans = NULL;
 	}
 	return ans;
+}
+
+static struct json_object *
+request(const char *path, struct json_object *req)
+{
+	return request_wait(path, req, ANSWER_TIMEOUT_MS);
 }
 
 /* ---- status, in words -------------------------------------------------- */
@@ -303,6 +313,27 @@ print_sync(struct json_object *st)
 	}
 }
 
+/* The cache's line, when there is one. */
+static void
+print_cache(struct json_object *st)
+{
+	struct json_object *c = get(st, "cache");
+	char size[64], dirty[64];
+
+	if (!c) {
+		return;
+	}
+	printf("             Cache : %s %s, %s, %s dirty, read hits %" PRIu64
+	       " misses %" PRIu64 ", written back %" PRIu64 " bytes (%" PRIu64
+	       "K/sec)\n",
+	       text(c, "mode"), text(c, "write_mode"),
+	       cli_human(number(c, "size"), size, sizeof(size)),
+	       cli_human(number(c, "dirty_bytes"), dirty, sizeof(dirty)),
+	       number(c, "read_hits"), number(c, "read_misses"),
+	       number(c, "written_back_bytes"),
+	       number(c, "writeback_rate") / 1024);
+}
+
 static void
 print_status(const char *path, struct json_object *st)
 {
@@ -327,6 +358,7 @@ print_status(const char *path, struct json_object *st)
 		printf("            Reason : %s\n", reason);
 	}
 	print_sync(st);
+	print_cache(st);
 	print_counts(get(st, "members"));
 	printf("          Metadata : %s\n", text(st, "metadata"));
 	if (get(st, "uuid")) {
@@ -544,6 +576,30 @@ control_sync(const char *path, int argc, char **argv)
 	return 0;
 }
 
+/* cache flush: the server answers once everything is written back. */
+static int
+control_cache(const char *path, int argc, char **argv)
+{
+	struct json_object *req, *ans;
+
+	if (argc != 2 || strcmp(argv[1], "flush") != 0) {
+		return cli_fail("usage: nbdraid --control PATH cache flush");
+	}
+	req = json_object_new_object();
+	json_object_object_add(req, "command", json_object_new_string("cache"));
+	json_object_object_add(req, "action", json_object_new_string("flush"));
+	ans = request_wait(path, req, ANSWER_NO_TIMEOUT);
+	json_object_put(req);
+	if (!ans) {
+		return 1;
+	}
+	printf("cache: flushed, %s bytes dirty now, %s written back since "
+	       "start\n",
+	       text(ans, "dirty_bytes"), text(ans, "written_back_bytes"));
+	json_object_put(ans);
+	return 0;
+}
+
 int
 cmd_control(const char *path, int argc, char **argv)
 {
@@ -559,6 +615,9 @@ cmd_control(const char *path, int argc, char **argv)
 	if (strcmp(argv[0], "speed") == 0 || strcmp(argv[0], "scrub") == 0) {
 		return control_sync(path, argc, argv);
 	}
+	if (strcmp(argv[0], "cache") == 0) {
+		return control_cache(path, argc, argv);
+	}
 	return cli_fail("not a control command (status, fail, remove, add, "
-			"speed, scrub)");
+			"speed, scrub, cache)");
 }

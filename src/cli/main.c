@@ -25,6 +25,7 @@
  *   nbdraid --control PATH add PATH [--force] add a spare (mdadm --add)
  *   nbdraid --control PATH speed MIN MAX      recovery speed, KiB/s
  *   nbdraid --control PATH scrub check|repair|stop
+ *   nbdraid --control PATH cache flush         write back the cache
  *
  * Errors print "nbdraid: <cmd>: <message>" and exit 1.
  */
@@ -260,7 +261,7 @@ run_control(int argc, char **argv)
 		fprintf(stderr, "usage: nbdraid --control PATH status [--json] "
 				"| fail MEMBER | remove MEMBER | add PATH "
 				"[--force] | speed MIN MAX | scrub "
-				"check|repair|stop\n");
+				"check|repair|stop | cache flush\n");
 		return 1;
 	}
 	cmd_name = argv[i];
@@ -292,6 +293,8 @@ static const struct command commands[] = {
 	  "--control PATH speed MIN MAX" },
 	{ "scrub",   NULL,      0, false, control_needed,
 	  "--control PATH scrub check|repair|stop" },
+	{ "cache",   NULL,      0, false, control_needed,
+	  "--control PATH cache flush" },
 };
 /* clang-format on */
 #define NR_COMMANDS (sizeof(commands) / sizeof(commands[0]))

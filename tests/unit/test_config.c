@@ -379,16 +379,75 @@ help_lines_starting(const char *help, const char *key)
 	return n;
 }
 
+/*
+ * The cache keys: cache=none|ram (log refused until the log is built),
+ * sizes and times in their forms, clear refusals; the others need a
+ * cache, cache-log needs cache=log.
+ */
+static void
+test_config_cache_keys(void **state)
+{
+	struct raid_config c;
+
+	(void)state;
+	raid_config_init(&c);
+	assert_int_equal(c.cache, RAID_CACHE_NONE);
+	assert_int_equal(c.cache_size, 256ull << 20);
+	assert_int_equal(c.cache_mode, RAID_CACHE_WRITEBACK);
+	assert_int_equal(raid_config_set(&c, "cache", "disk"), -EINVAL);
+	assert_string_equal(t_last_error,
+			    "cache 'disk': must be none, ram or log");
+	assert_int_equal(raid_config_set(&c, "cache", "log"), -ENOTSUP);
+	assert_non_null(strstr(t_last_error, "not in this build yet"));
+	assert_int_equal(raid_config_set(&c, "cache-size", "512K"), -EINVAL);
+	assert_string_equal(t_last_error,
+			    "cache-size '512K': must be a size of at least 1M");
+	assert_int_equal(raid_config_set(&c, "cache-mode", "back"), -EINVAL);
+	assert_int_equal(raid_config_set(&c, "cache-hold", "61s"), -EINVAL);
+	assert_int_equal(raid_config_set(&c, "cache-hold", "5 s"), -EINVAL);
+	assert_non_null(strstr(t_last_error, "cache-hold '5 s'"));
+	assert_int_equal(raid_config_set(&c, "member", "/a"), 0);
+	assert_int_equal(raid_config_set(&c, "cache-size", "1G"), 0);
+	assert_int_equal(raid_config_check(&c), -EINVAL);
+	assert_string_equal(t_last_error,
+			    "cache-size= needs cache=ram (or cache=log)");
+	assert_int_equal(raid_config_set(&c, "cache", "ram"), 0);
+	assert_int_equal(raid_config_check(&c), 0);
+	assert_int_equal(raid_config_set(&c, "cache-mode", "writethrough"), 0);
+	assert_int_equal(raid_config_set(&c, "cache-hold", "1500ms"), 0);
+	assert_int_equal(raid_config_set(&c, "cache-seq-cutoff", "0"), 0);
+	assert_int_equal(c.cache, RAID_CACHE_RAM);
+	assert_int_equal(c.cache_size, 1ull << 30);
+	assert_int_equal(c.cache_mode, RAID_CACHE_WRITETHROUGH);
+	assert_int_equal(c.cache_hold_ms, 1500);
+	assert_int_equal(c.cache_seq_cutoff, 0);
+	assert_int_equal(raid_config_set(&c, "cache-log", "/x/log"), 0);
+	assert_int_equal(raid_config_check(&c), -EINVAL);
+	assert_string_equal(t_last_error, "cache-log= needs cache=log");
+	raid_config_free(&c);
+	raid_config_init(&c);
+	assert_int_equal(raid_config_set(&c, "cache-hold", "2s"), 0);
+	assert_int_equal(c.cache_hold_ms, 2000);
+	raid_config_free(&c);
+}
+
 /* The help text comes from the option table: every key, once, known. */
 static void
 test_config_help_lists_every_key(void **state)
 {
 	static const char *const keys[] = {
-		"level=",	"member=",   "chunk=",	  "layout=",
-		"direct=",	"io=",	     "metadata=", "data-offset=",
-		"member-size=", "force=",    "config=",	  "uuid=",
-		"name=",	"degraded=", "control=",  "event=",
+		"level=",	"member=",
+		"chunk=",	"layout=",
+		"direct=",	"io=",
+		"metadata=",	"data-offset=",
+		"member-size=", "force=",
+		"config=",	"uuid=",
+		"name=",	"degraded=",
+		"control=",	"event=",
 		"fault=",	"spare=",
+		"cache=",	"cache-size=",
+		"cache-mode=",	"cache-seq-cutoff=",
+		"cache-hold=",	"cache-log=",
 	};
 	const char *help = raid_config_help();
 	unsigned usage_lines = 0;
@@ -438,6 +497,7 @@ main(void)
 		cmocka_unit_test_setup(test_config_file_loads, t_setup),
 		cmocka_unit_test_setup(
 			test_config_file_conflicts_with_command_line, t_setup),
+		cmocka_unit_test_setup(test_config_cache_keys, t_setup),
 		cmocka_unit_test_setup(test_config_help_lists_every_key,
 				       t_setup),
 		cmocka_unit_test_setup(test_config_uuid_and_name, t_setup),

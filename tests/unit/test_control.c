@@ -436,6 +436,60 @@ test_control_add_speed_scrub_refusals(void **state)
 }
 
 /*
+ * With cache=ram, status carries the cache's counters (raid_status's) and
+ * `cache flush` writes back everything: dirty 0, the members hold it; an
+ * array without a cache refuses, saying so.
+ */
+static void
+test_control_cache_status_and_flush(void **state)
+{
+	struct fixture *f = *state;
+	struct raid_array *a = served(f);
+	static uint8_t buf[8 * FIXTURE_CHUNK];
+	struct json_object *ans, *cj;
+	struct raid_status st;
+	struct client c;
+
+	client_connect(&c);
+	ans = client_request(&c, "{\"command\":\"status\"}");
+	assert_null(get(get(ans, "status"), "cache"));
+	json_object_put(ans);
+	assert_refused(client_request(&c, "{\"command\":\"cache\","
+					  "\"action\":\"flush\"}"),
+		       "the array has no cache");
+	f->cfg.cache = RAID_CACHE_RAM;
+	f->cfg.cache_size = 1 << 20;
+	assert_int_equal(array_cache_open(a, &f->cfg), 0);
+	t_fill_random(buf, sizeof(buf));
+	assert_int_equal(raid_pwrite(a, buf, sizeof(buf), 0, 0), 0);
+	assert_int_equal(raid_pread(a, buf, 4096, 4096, 0), 0);
+	ans = client_request(&c, "{\"command\":\"status\"}");
+	cj = get(get(ans, "status"), "cache");
+	assert_int_equal(raid_status(a, &st), 0);
+	assert_str(cj, "mode", "ram");
+	assert_str(cj, "write_mode", "writeback");
+	assert_u64(cj, "size", st.cache.size_bytes);
+	assert_u64(cj, "dirty_bytes", sizeof(buf));
+	assert_u64(cj, "used_bytes", sizeof(buf));
+	assert_u64(cj, "read_hits", 1);
+	assert_u64(cj, "read_misses", 0);
+	assert_u64(cj, "writes_cached", 1);
+	assert_u64(cj, "written_back_bytes", 0);
+	json_object_put(ans);
+	assert_refused(client_request(&c, "{\"command\":\"cache\"}"),
+		       "\"action\":\"flush\"");
+	ans = client_request(&c, "{\"command\":\"cache\","
+				 "\"action\":\"flush\"}");
+	assert_true(answer_ok(ans));
+	assert_u64(ans, "dirty_bytes", 0);
+	assert_u64(ans, "written_back_bytes", sizeof(buf));
+	json_object_put(ans);
+	assert_int_equal(raid_status(a, &st), 0);
+	assert_int_equal(st.cache.dirty_bytes, 0);
+	close(c.fd);
+}
+
+/*
  * Random bytes (newlines among them) from several clients, each closed
  * at a random point, answers unread: the server answers the next client.
  */
@@ -876,6 +930,8 @@ main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_events_array_event, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_control_cache_status_and_flush, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_control_fail_and_remove,
 						setup, teardown),
 	};

@@ -1,0 +1,2293 @@
+/*
+ * cache.c: the write-back cache (cache.h; docs/cache.md has the rules as
+ * tables, docs/locking.md the locks).
+ *
+ * DESIGN
+ * Data is kept in units (a full stripe, or 1 MiB) of 4K blocks.  A unit
+ * with anything cached is an entry in a hash keyed by unit number, split
+ * into CACHE_SHARDS shards, each with its own mutex, so that threads
+ * working on different units do not wait for each other.  An entry has
+ * three bitmaps over its blocks and a page (4K of memory from the pool)
+ * per valid block, in block order (page[rank of the block among the
+ * valid ones]):
+ *
+ *   valid dirty inflight  the block
+ *     0     0     0       is not cached
+ *     1     0     0       clean: the device holds these bytes; may be
+ *                         evicted (least recently used entries first)
+ *     1     1     0       dirty: acknowledged, not on the device yet
+ *     1     0     1       being written back: still read from here until
+ *                         the device write completed
+ *     1     1     1       written again while being written back: dirty
+ *                         once that write completed
+ *
+ * A block is never invalid while dirty or in flight, so a block that is
+ * not cached is on the device as the newest acknowledged write left it:
+ * a read copies the cached blocks, then reads the rest from the device.
+ *
+ * Writes of whole blocks are copied in and marked dirty (writeback
+ * mode).  Everything else goes to the device before the reply, as a
+ * "direct" operation: FUA writes, the unaligned edges of a write whose
+ * edge block is not cached, bypassed sequential writes, writethrough
+ * mode, trim and zero.  A direct operation pins the entries of its units
+ * (one direct operation per unit at a time, none while the unit is being
+ * written back, and no write-back starts while it holds them), runs on
+ * the device, then brings the cached blocks in line (patch_block has the
+ * table) and lets go.
+ *
+ * Write-back claims a dirty unit (its dirty blocks copied out, dirty ->
+ * inflight), writes the runs of claimed blocks of consecutive units in
+ * large device writes, and then marks them clean unless written again
+ * meanwhile.  Every write that dirties data takes a number (seq); an
+ * entry remembers the oldest it holds dirty, so FLUSH writes back what is
+ * at or below the number it saw and ignores what came after.  The thread
+ * writes full units first and holds a partial one (cache-hold) where a
+ * partial unit costs reads (parity), paced by a PI controller on the
+ * dirty bytes, at full speed while clients are idle or the cache is
+ * nearly full.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cache.h"
+#include "io/io.h"
+#include "log.h"
+#include "util.h"
+
+#define CACHE_SHARDS   64
+#define SLAB_PAGES     256	    /* pages allocated at once */
+#define WB_BATCH_BYTES (8ull << 20) /* a write-back's units, at most */
+/*
+ * Write-back workers.  Two measured worse on emulated disks (1M sequential
+ * writes, RAID 5 x4: 0.7x, every member request paying an access time):
+ * two batches in flight interleave two streams on every member.
+ */
+#define WB_THREADS	 1
+#define WB_BUFS_KEPT	 4	       /* batch buffers kept for reuse */
+#define IDLE_NS		 200000000ull  /* clients quiet this long: idle */
+#define POLL_NS		 100000000ull  /* the thread looks this often */
+#define RATE_UPDATE_NS	 1000000000ull /* the PI controller's period */
+#define PI_TARGET_PCT	 10	       /* dirty bytes aimed at, of the size */
+#define PI_P_TERM_S	 40	       /* P: the excess over this many s */
+#define PI_I_TERM_S2	 10000	       /* I: the integral over this */
+#define PI_MIN_RATE	 (64ull << 10) /* bytes/s at least */
+#define PRESSURE_PCT	 75	       /* dirty above this: full speed */
+#define ERROR_BACKOFF_NS 1000000000ull /* after a failed write-back */
+#define STREAMS		 16	       /* sequential streams remembered */
+#define STREAM_WINDOW	 16	       /* requests of reordering tolerated */
+#define BYPASS_FRACTION	 4	       /* bigger than size/this: bypass */
+
+/* ---- structures -------------------------------------------------------- */
+
+struct centry {
+	struct centry *hnext;	      /* the bucket's chain */
+	struct centry *lprev, *lnext; /* the shard's LRU, when in_lru */
+	uint64_t unit;
+	uint64_t dirty_seq; /* oldest write among the dirty blocks; 0 none */
+	uint64_t wb_seq;    /* dirty_seq of what is being written back */
+	uint64_t dirty_ns;  /* when it last went from clean to dirty */
+	uint64_t pin_id;    /* the direct operation holding it; 0 none */
+	uint32_t nr_valid, nr_dirty;
+	uint32_t nr_unclean; /* dirty or in flight */
+	uint32_t cap;	     /* slots in page[] */
+	bool wb;	     /* a write-back holds its in-flight blocks */
+	bool in_lru;	     /* it has clean blocks (evictable ones) */
+	uint8_t **page;	     /* a page per valid block, in block order */
+	uint64_t bits[];     /* valid, dirty, inflight: c->words each */
+};
+
+/*
+ * lock guards the shard's buckets, every field of its entries, the bytes
+ * of their pages, and its LRU (entries with clean blocks, least recently
+ * used first).  Never two shard locks at once; pool.lock and done_lock
+ * may be taken inside.
+ */
+struct shard {
+	pthread_mutex_t lock;
+	struct centry *lru_head, *lru_tail;
+} __attribute__((aligned(64)));
+
+/*
+ * lock guards the free pages, the counts, the reservations and space_gen;
+ * with `space`, the writers waiting for room.  A leaf.
+ */
+struct pool {
+	pthread_mutex_t lock;
+	pthread_cond_t space;
+	uint8_t **free_pages;
+	uint64_t nr_free;
+	uint64_t nr_pages;  /* allocated so far, <= cap */
+	uint64_t cap;	    /* cache-size in pages */
+	uint64_t reserved;  /* promised to writers, not taken yet */
+	uint64_t space_gen; /* moves when pages free or blocks turn clean */
+	void **slabs;
+	uint64_t nr_slabs;
+};
+
+/* A sequential stream: where it ended, how many bytes it ran. */
+struct stream {
+	uint64_t end, run;
+	uint64_t used; /* LRU stamp */
+};
+
+struct dop_req;
+
+struct cache {
+	struct cache_backing be;
+	uint64_t size; /* the device's bytes */
+	uint64_t unit; /* bytes of a unit */
+	uint64_t nr_units;
+	uint32_t block;	      /* bytes of a block */
+	uint32_t unit_blocks; /* blocks of a (not the last) unit */
+	uint32_t words;	      /* 64-bit words of an entry's bitmap */
+	bool hold_partial;
+	bool writethrough;
+	enum raid_cache_kind kind;
+	uint64_t seq_cutoff;
+	uint64_t hold_ns;
+
+	struct shard shards[CACHE_SHARDS];
+	struct centry **bucket;
+	unsigned bucket_bits;
+	struct pool pool;
+	/* Per unit, set and cleared under the unit's shard lock. */
+	_Atomic uint64_t *present; /* an entry exists */
+	_Atomic uint64_t *unclean; /* it has dirty or in-flight blocks */
+
+	atomic_uint_fast64_t seq;	 /* writes that dirtied data */
+	atomic_uint_fast64_t op_ids;	 /* direct operations, numbered */
+	atomic_uint_fast64_t nr_unclean; /* blocks dirty or in flight */
+	atomic_uint_fast64_t nr_valid;	 /* blocks cached */
+	atomic_uint_fast64_t last_client_ns;
+	atomic_int wb_error; /* the last write-back's -errno, 0 once one
+				succeeds again */
+	atomic_uint waiting; /* writers waiting for room */
+
+	/*
+	 * done_gen moves (under done_lock, broadcast on done_cond) when a
+	 * write-back completes or a direct operation lets go of its units:
+	 * what flushes and pins wait for.  A leaf.
+	 */
+	pthread_mutex_t done_lock;
+	pthread_cond_t done_cond;
+	atomic_uint_fast64_t done_gen;
+
+	/*
+	 * dop_lock guards the list of direct operations between their start
+	 * and their end (dops), which a write-back checks before it reads a
+	 * span's gaps from the device: an operation that found the unit
+	 * without an entry (and so did not pin it) may be writing there.
+	 * A leaf.
+	 */
+	pthread_mutex_t dop_lock;
+	struct dop_req *dops;
+
+	/* seq_lock guards streams[] and stream_clock.  A leaf. */
+	pthread_mutex_t seq_lock;
+	struct stream streams[STREAMS];
+	uint64_t stream_clock;
+
+	/* buf_lock guards bufs[] (batch buffers for reuse).  A leaf. */
+	pthread_mutex_t buf_lock;
+	uint8_t *bufs[WB_BUFS_KEPT];
+	unsigned nr_bufs;
+
+	/*
+	 * wb_lock guards stop and kick; with wb_wake, the thread's sleep.
+	 * Everything else of the thread's is its own.  A leaf.
+	 */
+	pthread_mutex_t wb_lock;
+	pthread_cond_t wb_wake;
+	bool stop, kick, running;
+	struct wb_worker {
+		struct cache *c;
+		unsigned idx;
+		pthread_t thread;
+	} workers[WB_THREADS];
+	unsigned nr_workers;
+	atomic_uint_fast64_t cursor; /* the unit write-back looks at first */
+
+	atomic_uint_fast64_t rate; /* bytes/s the PI controller allows */
+	int64_t integral;	   /* its I term's sum, byte-seconds */
+	uint64_t rate_ns;	   /* when the rate was last computed */
+	uint64_t rate_bytes;	   /* written_back at that moment */
+
+	struct {
+		atomic_uint_fast64_t read_hits, read_misses, writes_cached,
+			write_hits, writes_direct, writes_bypassed,
+			written_back, wb_rate, wb_errors, waits;
+	} st;
+
+	/*
+	 * cache=log (docs/cache.md, "Log mode"): the persistent log, NULL in
+	 * RAM mode.  Every `if (c->log)` below marks a hook.
+	 */
+	struct clog *log;
+};
+
+/* A write-back in progress: consecutive units u0 .. u0+n-1 claimed. */
+struct wb_batch {
+	uint64_t u0;
+	unsigned n, max;
+	uint8_t *buf;	 /* max units of data, aligned */
+	uint8_t *spare;	 /* as much again: gaps read from the device */
+	uint64_t *mask;	 /* the blocks claimed, words per unit */
+	uint64_t *wmask; /* the blocks to write: claimed, and gaps filled */
+	uint64_t seq;	 /* the oldest write among them */
+};
+
+/* ---- small helpers ----------------------------------------------------- */
+
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static bool
+bit_test(const uint64_t *w, uint64_t i)
+{
+	return (w[i / 64] >> (i % 64)) & 1;
+}
+
+static void
+bit_set(uint64_t *w, uint64_t i)
+{
+	w[i / 64] |= 1ull << (i % 64);
+}
+
+static void
+bit_clear(uint64_t *w, uint64_t i)
+{
+	w[i / 64] &= ~(1ull << (i % 64));
+}
+
+static void
+abit_set(_Atomic uint64_t *w, uint64_t i)
+{
+	uint64_t m = 1ull << (i % 64);
+
+	if (!(atomic_load_explicit(&w[i / 64], memory_order_relaxed) & m)) {
+		atomic_fetch_or(&w[i / 64], m);
+	}
+}
+
+static void
+abit_clear(_Atomic uint64_t *w, uint64_t i)
+{
+	uint64_t m = 1ull << (i % 64);
+
+	if (atomic_load_explicit(&w[i / 64], memory_order_relaxed) & m) {
+		atomic_fetch_and(&w[i / 64], ~m);
+	}
+}
+
+static bool
+abit_test(_Atomic uint64_t *w, uint64_t i)
+{
+	return (atomic_load_explicit(&w[i / 64], memory_order_relaxed) >>
+		(i % 64)) &
+	       1;
+}
+
+/* The first set bit at or after i and before end, or end. */
+static uint64_t
+abit_next(_Atomic uint64_t *w, uint64_t i, uint64_t end)
+{
+	while (i < end) {
+		uint64_t word = atomic_load(&w[i / 64]) >> (i % 64);
+
+		if (word) {
+			i += __builtin_ctzll(word);
+			return MIN(i, end);
+		}
+		i = ROUND_DOWN(i, 64) + 64;
+	}
+	return end;
+}
+
+static uint64_t *
+valid_bits(const struct cache *c, struct centry *e)
+{
+	(void)c;
+	return e->bits;
+}
+
+static uint64_t *
+dirty_bits(const struct cache *c, struct centry *e)
+{
+	return e->bits + c->words;
+}
+
+static uint64_t *
+infl_bits(const struct cache *c, struct centry *e)
+{
+	return e->bits + 2 * c->words;
+}
+
+/* Blocks of unit u (the last one may have fewer). */
+static uint32_t
+unit_blocks(const struct cache *c, uint64_t u)
+{
+	uint64_t left = c->size - u * c->unit;
+
+	return left >= c->unit ? c->unit_blocks
+			       : (uint32_t)DIV_ROUND_UP(left, c->block);
+}
+
+/* Bytes of block i of unit u (the device's last block may be short). */
+static uint32_t
+block_len(const struct cache *c, uint64_t u, uint32_t i)
+{
+	uint64_t at = u * c->unit + (uint64_t)i * c->block;
+
+	return (uint32_t)MIN((uint64_t)c->block, c->size - at);
+}
+
+static struct shard *
+shard_of(struct cache *c, uint64_t u)
+{
+	uint64_t h = (u * 0x9e3779b97f4a7c15ull) >> (64 - c->bucket_bits);
+
+	return &c->shards[h % CACHE_SHARDS];
+}
+
+static struct centry **
+bucket_of(struct cache *c, uint64_t u)
+{
+	return &c->bucket[(u * 0x9e3779b97f4a7c15ull) >> (64 - c->bucket_bits)];
+}
+
+static void
+note_client(struct cache *c)
+{
+	atomic_store_explicit(&c->last_client_ns, now_ns(),
+			      memory_order_relaxed);
+}
+
+/* ---- done: completions that flushes and pins wait for ------------------ */
+
+static uint64_t
+done_mark(struct cache *c)
+{
+	return atomic_load(&c->done_gen);
+}
+
+static void
+done_wait(struct cache *c, uint64_t mark)
+{
+	pthread_mutex_lock(&c->done_lock);
+	while (atomic_load(&c->done_gen) == mark) {
+		pthread_cond_wait(&c->done_cond, &c->done_lock);
+	}
+	pthread_mutex_unlock(&c->done_lock);
+}
+
+static void
+done_signal(struct cache *c)
+{
+	pthread_mutex_lock(&c->done_lock);
+	atomic_fetch_add(&c->done_gen, 1);
+	pthread_cond_broadcast(&c->done_cond);
+	pthread_mutex_unlock(&c->done_lock);
+}
+
+/* ---- the page pool ----------------------------------------------------- */
+
+static uint64_t
+pool_room_locked(const struct pool *p)
+{
+	return p->nr_free + (p->cap - p->nr_pages) - p->reserved;
+}
+
+static uint64_t
+pool_room(struct cache *c)
+{
+	uint64_t room;
+
+	pthread_mutex_lock(&c->pool.lock);
+	room = pool_room_locked(&c->pool);
+	pthread_mutex_unlock(&c->pool.lock);
+	return room;
+}
+
+/* Promise n pages to the caller, all or none; no waiting. */
+static bool
+pool_reserve(struct cache *c, uint64_t n)
+{
+	bool ok;
+
+	pthread_mutex_lock(&c->pool.lock);
+	ok = pool_room_locked(&c->pool) >= n;
+	if (ok) {
+		c->pool.reserved += n;
+	}
+	pthread_mutex_unlock(&c->pool.lock);
+	return ok;
+}
+
+/* Give back reservations not used. */
+static void
+pool_unreserve(struct cache *c, uint64_t n)
+{
+	if (!n) {
+		return;
+	}
+	pthread_mutex_lock(&c->pool.lock);
+	c->pool.reserved -= n;
+	pthread_mutex_unlock(&c->pool.lock);
+}
+
+/* Grow by a slab; pool.lock held.  false when out of memory. */
+static bool
+pool_grow(struct pool *p, uint32_t block)
+{
+	uint64_t n = MIN((uint64_t)SLAB_PAGES, p->cap - p->nr_pages);
+	uint8_t *slab = malloc(n * block);
+	void **slabs = realloc(p->slabs, (p->nr_slabs + 1) * sizeof(*slabs));
+
+	if (slabs) {
+		p->slabs = slabs;
+	}
+	if (!slab || !slabs) {
+		free(slab);
+		return false;
+	}
+	p->slabs[p->nr_slabs++] = slab;
+	for (uint64_t i = 0; i < n; i++) {
+		p->free_pages[p->nr_free++] = slab + i * block;
+	}
+	p->nr_pages += n;
+	return true;
+}
+
+/* One reserved page (NULL: out of memory, reservation given back). */
+static uint8_t *
+pool_get(struct cache *c)
+{
+	struct pool *p = &c->pool;
+	uint8_t *page = NULL;
+
+	pthread_mutex_lock(&p->lock);
+	if (!p->nr_free) {
+		pool_grow(p, c->block);
+	}
+	if (p->nr_free) {
+		page = p->free_pages[--p->nr_free];
+	}
+	p->reserved--;
+	pthread_mutex_unlock(&p->lock);
+	return page;
+}
+
+/* Pages back to the pool; room for waiting writers. */
+static void
+pool_put(struct cache *c, uint8_t **pages, uint64_t n)
+{
+	struct pool *p = &c->pool;
+
+	pthread_mutex_lock(&p->lock);
+	memcpy(p->free_pages + p->nr_free, pages, n * sizeof(*pages));
+	p->nr_free += n;
+	p->space_gen++;
+	pthread_cond_broadcast(&p->space);
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* Blocks turned clean (evictable): waiting writers look again. */
+static void
+pool_kick(struct cache *c)
+{
+	pthread_mutex_lock(&c->pool.lock);
+	c->pool.space_gen++;
+	pthread_cond_broadcast(&c->pool.space);
+	pthread_mutex_unlock(&c->pool.lock);
+}
+
+/* Pages dropped under a shard lock, handed back in one go after it. */
+struct page_list {
+	uint8_t *p[64];
+	unsigned n;
+};
+
+static void
+page_list_add(struct cache *c, struct page_list *l, uint8_t *page)
+{
+	if (l->n == ARRAY_SIZE(l->p)) {
+		pool_put(c, l->p, l->n);
+		l->n = 0;
+	}
+	l->p[l->n++] = page;
+}
+
+static void
+page_list_flush(struct cache *c, struct page_list *l)
+{
+	if (l->n) {
+		pool_put(c, l->p, l->n);
+		l->n = 0;
+	}
+}
+
+/* ---- entries (the shard's lock held) ----------------------------------- */
+
+static struct centry *
+lookup(struct cache *c, uint64_t u)
+{
+	struct centry *e = *bucket_of(c, u);
+
+	while (e && e->unit != u) {
+		e = e->hnext;
+	}
+	return e;
+}
+
+static struct centry *
+entry_new(struct cache *c, uint64_t u)
+{
+	struct centry *e =
+		calloc(1, sizeof(*e) + 3 * c->words * sizeof(uint64_t));
+	struct centry **b = bucket_of(c, u);
+
+	if (!e) {
+		return NULL;
+	}
+	e->unit = u;
+	e->hnext = *b;
+	*b = e;
+	abit_set(c->present, u);
+	return e;
+}
+
+static struct centry *
+lookup_or_new(struct cache *c, uint64_t u)
+{
+	struct centry *e = lookup(c, u);
+
+	return e ? e : entry_new(c, u);
+}
+
+static void
+lru_remove(struct shard *s, struct centry *e)
+{
+	if (!e->in_lru) {
+		return;
+	}
+	if (e->lprev) {
+		e->lprev->lnext = e->lnext;
+	} else {
+		s->lru_head = e->lnext;
+	}
+	if (e->lnext) {
+		e->lnext->lprev = e->lprev;
+	} else {
+		s->lru_tail = e->lprev;
+	}
+	e->lprev = e->lnext = NULL;
+	e->in_lru = false;
+}
+
+static void
+lru_append(struct shard *s, struct centry *e)
+{
+	e->lprev = s->lru_tail;
+	e->lnext = NULL;
+	if (s->lru_tail) {
+		s->lru_tail->lnext = e;
+	} else {
+		s->lru_head = e;
+	}
+	s->lru_tail = e;
+	e->in_lru = true;
+}
+
+/*
+ * After a change: in the LRU (at its recent end when touched) iff it has
+ * clean blocks; the unit's unclean bit; freed when nothing holds it.
+ */
+static void
+entry_settle(struct cache *c, struct shard *s, struct centry *e, bool touch)
+{
+	bool has_clean = e->nr_valid > e->nr_unclean;
+
+	if (e->in_lru && (touch || !has_clean)) {
+		lru_remove(s, e);
+	}
+	if (has_clean && !e->in_lru) {
+		lru_append(s, e);
+	}
+	if (e->nr_unclean) {
+		abit_set(c->unclean, e->unit);
+	} else {
+		abit_clear(c->unclean, e->unit);
+		e->dirty_seq = 0;
+	}
+	if (!e->nr_valid && !e->wb && !e->pin_id) {
+		struct centry **p = bucket_of(c, e->unit);
+
+		while (*p != e) {
+			p = &(*p)->hnext;
+		}
+		*p = e->hnext;
+		abit_clear(c->present, e->unit);
+		free(e->page);
+		free(e);
+	}
+}
+
+/* Index in page[] of valid block i (or where it would go). */
+static uint32_t
+rank(const struct cache *c, struct centry *e, uint32_t i)
+{
+	const uint64_t *v = valid_bits(c, e);
+	uint32_t r = 0;
+
+	for (uint32_t w = 0; w < i / 64; w++) {
+		r += __builtin_popcountll(v[w]);
+	}
+	if (i % 64) {
+		r += __builtin_popcountll(v[i / 64] & ((1ull << (i % 64)) - 1));
+	}
+	return r;
+}
+
+static uint8_t *
+page_of(const struct cache *c, struct centry *e, uint32_t i)
+{
+	return bit_test(valid_bits(c, e), i) ? e->page[rank(c, e, i)] : NULL;
+}
+
+/* Room in page[] for n more pages. */
+static int
+entry_reserve(struct centry *e, uint32_t n)
+{
+	uint32_t want = e->nr_valid + n, cap = e->cap ? e->cap : 4;
+	uint8_t **p;
+
+	if (want <= e->cap) {
+		return 0;
+	}
+	while (cap < want) {
+		cap *= 2;
+	}
+	p = realloc(e->page, cap * sizeof(*p));
+	if (!p) {
+		return -ENOMEM;
+	}
+	e->page = p;
+	e->cap = cap;
+	return 0;
+}
+
+/* Block i becomes valid with page (room reserved in page[]). */
+static void
+page_insert(struct cache *c, struct centry *e, uint32_t i, uint8_t *page)
+{
+	uint32_t r = rank(c, e, i);
+
+	memmove(e->page + r + 1, e->page + r,
+		(e->nr_valid - r) * sizeof(*e->page));
+	e->page[r] = page;
+	bit_set(valid_bits(c, e), i);
+	e->nr_valid++;
+	atomic_fetch_add_explicit(&c->nr_valid, 1, memory_order_relaxed);
+}
+
+/* Drop block i (valid, not in flight) and its dirt; the page to l. */
+static void
+page_drop(struct cache *c, struct centry *e, uint32_t i, struct page_list *l)
+{
+	uint32_t r = rank(c, e, i);
+
+	page_list_add(c, l, e->page[r]);
+	memmove(e->page + r, e->page + r + 1,
+		(e->nr_valid - r - 1) * sizeof(*e->page));
+	bit_clear(valid_bits(c, e), i);
+	e->nr_valid--;
+	atomic_fetch_sub_explicit(&c->nr_valid, 1, memory_order_relaxed);
+	if (bit_test(dirty_bits(c, e), i)) {
+		bit_clear(dirty_bits(c, e), i);
+		e->nr_dirty--;
+		e->nr_unclean--;
+		atomic_fetch_sub(&c->nr_unclean, 1);
+	}
+}
+
+/* Block i (valid) now holds data the device does not. */
+static void
+mark_dirty(struct cache *c, struct centry *e, uint32_t i, uint64_t seq)
+{
+	if (bit_test(dirty_bits(c, e), i)) {
+		return;
+	}
+	bit_set(dirty_bits(c, e), i);
+	if (!e->nr_dirty++) {
+		e->dirty_seq = seq;
+		e->dirty_ns = now_ns();
+	}
+	if (!bit_test(infl_bits(c, e), i)) {
+		e->nr_unclean++;
+		atomic_fetch_add(&c->nr_unclean, 1);
+	}
+}
+
+/* Block i (valid, dirty, not in flight) equals the device now. */
+static void
+mark_clean(struct cache *c, struct centry *e, uint32_t i)
+{
+	if (!bit_test(dirty_bits(c, e), i)) {
+		return;
+	}
+	bit_clear(dirty_bits(c, e), i);
+	e->nr_dirty--;
+	e->nr_unclean--;
+	atomic_fetch_sub(&c->nr_unclean, 1);
+}
+
+/* ---- eviction and room ------------------------------------------------- */
+
+/* Drop the clean blocks of an entry nobody holds. */
+static void
+evict_entry(struct cache *c, struct shard *s, struct centry *e,
+	    struct page_list *l, uint64_t *freed)
+{
+	uint32_t nb = unit_blocks(c, e->unit);
+
+	for (uint32_t i = 0; i < nb && e->nr_valid > e->nr_unclean; i++) {
+		if (bit_test(valid_bits(c, e), i) &&
+		    !bit_test(dirty_bits(c, e), i) &&
+		    !bit_test(infl_bits(c, e), i)) {
+			page_drop(c, e, i, l);
+			(*freed)++;
+		}
+	}
+	entry_settle(c, s, e, false);
+}
+
+/* Evict clean blocks, least recently used entries of each shard first,
+ * until `want` pages are free (or nothing clean is left). */
+static void
+evict(struct cache *c, uint64_t want)
+{
+	static atomic_uint start;
+	unsigned first = atomic_fetch_add(&start, 1);
+	struct page_list l = { .n = 0 };
+	uint64_t freed = 0;
+
+	for (unsigned k = 0; k < CACHE_SHARDS && freed < want; k++) {
+		struct shard *s = &c->shards[(first + k) % CACHE_SHARDS];
+		struct centry *e, *next;
+
+		pthread_mutex_lock(&s->lock);
+		for (e = s->lru_head; e && freed < want; e = next) {
+			next = e->lnext;
+			if (!e->wb && !e->pin_id) {
+				evict_entry(c, s, e, &l, &freed);
+			}
+		}
+		pthread_mutex_unlock(&s->lock);
+		page_list_flush(c, &l);
+	}
+}
+
+static bool thread_running(struct cache *c);
+static void cache_stop(struct cache *c);
+static void wb_kick(struct cache *c);
+static int writeback_round(struct cache *c, bool everything, uint8_t *buf,
+			   uint64_t *bytes);
+
+/*
+ * Make room for n pages (not reserved: the caller tries again).  Evicts
+ * clean blocks; when that is not enough, waits for write-back to make
+ * some clean (writes back itself when no thread runs).  Never -ENOSPC:
+ * only the device's error, when write-back fails.
+ */
+static int
+make_room(struct cache *c, uint64_t n, bool *waited)
+{
+	for (;;) {
+		uint64_t mark, bytes = 0;
+		int r;
+
+		pthread_mutex_lock(&c->pool.lock);
+		mark = c->pool.space_gen;
+		pthread_mutex_unlock(&c->pool.lock);
+		if (pool_room(c) >= n) {
+			return 0;
+		}
+		evict(c, n);
+		if (pool_room(c) >= n) {
+			return 0;
+		}
+		r = atomic_load(&c->wb_error);
+		if (r < 0) {
+			return r;
+		}
+		if (!*waited) {
+			*waited = true;
+			atomic_fetch_add(&c->st.waits, 1);
+		}
+		if (!thread_running(c)) {
+			r = writeback_round(c, true, NULL, &bytes);
+			if (r < 0) {
+				return r;
+			}
+			if (bytes) {
+				continue;
+			}
+		}
+		atomic_fetch_add(&c->waiting, 1);
+		wb_kick(c);
+		pthread_mutex_lock(&c->pool.lock);
+		while (c->pool.space_gen == mark &&
+		       pool_room_locked(&c->pool) < n) {
+			pthread_cond_wait(&c->pool.space, &c->pool.lock);
+		}
+		pthread_mutex_unlock(&c->pool.lock);
+		atomic_fetch_sub(&c->waiting, 1);
+	}
+}
+
+/* ---- reads ------------------------------------------------------------- */
+
+/* Copy the cached blocks of unit u within [off, end); mark them got. */
+static void
+read_unit(struct cache *c, uint64_t u, uint8_t *buf, uint64_t off, uint64_t end,
+	  uint64_t *got, uint64_t b0)
+{
+	struct shard *s = shard_of(c, u);
+	uint64_t base = u * c->unit;
+	uint32_t i0 = (uint32_t)((MAX(off, base) - base) / c->block);
+	uint32_t i1 = (uint32_t)DIV_ROUND_UP(MIN(end, base + c->unit) - base,
+					     c->block);
+	struct centry *e;
+
+	pthread_mutex_lock(&s->lock);
+	e = lookup(c, u);
+	if (e && e->nr_valid) {
+		uint32_t r = rank(c, e, i0);
+
+		for (uint32_t i = i0; i < i1; i++) {
+			uint64_t at = base + (uint64_t)i * c->block;
+			uint64_t lo = MAX(at, off);
+			uint64_t hi = MIN(at + c->block, end);
+
+			if (!bit_test(valid_bits(c, e), i)) {
+				continue;
+			}
+			memcpy(buf + (lo - off), e->page[r++] + (lo - at),
+			       hi - lo);
+			bit_set(got, at / c->block - b0);
+		}
+		entry_settle(c, s, e, true);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+int
+cache_pread(struct cache *c, void *buf, uint64_t count, uint64_t off)
+{
+	uint64_t end = off + count, b0 = off / c->block;
+	uint64_t nb = DIV_ROUND_UP(end, c->block) - b0, missing = 0;
+	uint64_t small[128], *got = small;
+	int r = 0;
+
+	if (!count) {
+		return 0;
+	}
+	note_client(c);
+	if (nb > 64 * ARRAY_SIZE(small)) {
+		got = calloc(DIV_ROUND_UP(nb, 64), sizeof(*got));
+		if (!got) {
+			return -ENOMEM;
+		}
+	} else {
+		memset(small, 0, DIV_ROUND_UP(nb, 64) * sizeof(*got));
+	}
+	for (uint64_t u = off / c->unit; u <= (end - 1) / c->unit; u++) {
+		if (abit_test(c->present, u)) {
+			read_unit(c, u, buf, off, end, got, b0);
+		}
+	}
+	/* What was not cached is on the device: read it, run by run. */
+	for (uint64_t i = 0; i < nb && r == 0;) {
+		uint64_t j, lo, hi;
+
+		while (i < nb && bit_test(got, i)) {
+			i++;
+		}
+		if (i == nb) {
+			break;
+		}
+		j = i;
+		while (j < nb && !bit_test(got, j)) {
+			j++;
+		}
+		lo = MAX(off, (b0 + i) * c->block);
+		hi = MIN(end, (b0 + j) * c->block);
+		r = c->be.read(c->be.ctx, (uint8_t *)buf + (lo - off), hi - lo,
+			       lo);
+		missing++;
+		i = j;
+	}
+	atomic_fetch_add_explicit(missing ? &c->st.read_misses
+					  : &c->st.read_hits,
+				  1, memory_order_relaxed);
+	if (got != small) {
+		free(got);
+	}
+	return r;
+}
+
+/* ---- direct operations: on the device before the reply ----------------- */
+
+enum dop {
+	DOP_WRITE,  /* FUA, or an edge block not cached: copies follow */
+	DOP_WT,	    /* writethrough: the blocks it covers get cached too */
+	DOP_BYPASS, /* sequential past the cutoff: copies dropped */
+	DOP_ZERO,
+	DOP_TRIM,
+};
+
+struct dop_req {
+	struct dop_req *prev, *next; /* c->dops, under dop_lock */
+	enum dop op;
+	const uint8_t *buf; /* the data of a write */
+	uint64_t off, end;
+	uint64_t id;	   /* pin_id of the entries it holds */
+	uint64_t reserved; /* DOP_WT: pages promised for new blocks */
+	uint64_t seq;	   /* for blocks it leaves dirty; 0 until needed */
+};
+
+/* The direct operations in flight, for fill_gaps (dop_lock). */
+static void
+dop_enter(struct cache *c, struct dop_req *d)
+{
+	pthread_mutex_lock(&c->dop_lock);
+	d->prev = NULL;
+	d->next = c->dops;
+	if (c->dops) {
+		c->dops->prev = d;
+	}
+	c->dops = d;
+	pthread_mutex_unlock(&c->dop_lock);
+}
+
+static void
+dop_leave(struct cache *c, struct dop_req *d)
+{
+	pthread_mutex_lock(&c->dop_lock);
+	if (d->prev) {
+		d->prev->next = d->next;
+	} else {
+		c->dops = d->next;
+	}
+	if (d->next) {
+		d->next->prev = d->prev;
+	}
+	pthread_mutex_unlock(&c->dop_lock);
+}
+
+/* Does a direct operation in flight touch [lo, hi)? */
+static bool
+dop_overlaps(struct cache *c, uint64_t lo, uint64_t hi)
+{
+	bool hit = false;
+
+	pthread_mutex_lock(&c->dop_lock);
+	for (struct dop_req *d = c->dops; d && !hit; d = d->next) {
+		hit = d->off < hi && lo < d->end;
+	}
+	pthread_mutex_unlock(&c->dop_lock);
+	return hit;
+}
+
+/*
+ * Pin the entries of the request's units: wait until no write-back or
+ * other direct operation holds each, then hold it.  Units without an
+ * entry are skipped (nothing cached to keep in line) unless `create`.
+ * In unit order, so two of them never wait for each other in a circle.
+ */
+static int
+pin_units(struct cache *c, struct dop_req *d, bool create)
+{
+	uint64_t u1 = (d->end - 1) / c->unit + 1;
+
+	for (uint64_t u = d->off / c->unit; u < u1; u++) {
+		struct shard *s;
+
+		if (!create && (u = abit_next(c->present, u, u1)) == u1) {
+			break;
+		}
+		s = shard_of(c, u);
+		for (;;) {
+			uint64_t mark = done_mark(c);
+			struct centry *e;
+
+			pthread_mutex_lock(&s->lock);
+			e = create ? lookup_or_new(c, u) : lookup(c, u);
+			if (e && !e->wb && !e->pin_id) {
+				e->pin_id = d->id;
+			}
+			pthread_mutex_unlock(&s->lock);
+			if (!e && create) {
+				return -ENOMEM;
+			}
+			if (!e || e->pin_id == d->id) {
+				break;
+			}
+			done_wait(c, mark);
+		}
+	}
+	return 0;
+}
+
+static void
+unpin_units(struct cache *c, struct dop_req *d)
+{
+	uint64_t u1 = (d->end - 1) / c->unit + 1;
+
+	for (uint64_t u = d->off / c->unit;
+	     (u = abit_next(c->present, u, u1)) < u1; u++) {
+		struct shard *s = shard_of(c, u);
+		struct centry *e;
+
+		pthread_mutex_lock(&s->lock);
+		e = lookup(c, u);
+		if (e && e->pin_id == d->id) {
+			e->pin_id = 0;
+			entry_settle(c, s, e, false);
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
+	done_signal(c);
+}
+
+/* The request's bytes of [lo, hi) into a page that holds block `at`. */
+static void
+copy_in(const struct dop_req *d, uint8_t *page, uint64_t at, uint64_t lo,
+	uint64_t hi)
+{
+	if (d->op == DOP_ZERO) {
+		memset(page + (lo - at), 0, hi - lo);
+	} else {
+		memcpy(page + (lo - at), d->buf + (lo - d->off), hi - lo);
+	}
+}
+
+/* DOP_WT: cache a block the device now holds (when a page is at hand). */
+static void
+insert_clean(struct cache *c, struct dop_req *d, struct centry *e, uint32_t i,
+	     uint64_t at, uint64_t hi)
+{
+	uint8_t *page;
+
+	if (!d->reserved || entry_reserve(e, 1) < 0) {
+		return;
+	}
+	d->reserved--;
+	page = pool_get(c); /* takes one of the reservations */
+	if (page) {
+		page_insert(c, e, i, page);
+		copy_in(d, page, at, at, hi);
+	}
+}
+
+/*
+ * After the device did the request: bring block i of e in line.
+ *
+ *   op            entry held by the request     entry not held (it came
+ *                                               after the pin; concurrent)
+ *   trim          drop a clean block; keep dirty and in-flight ones (they
+ *                 read as the old data, as trim allows, and are written)
+ *   write, zero   whole block: the request's    whole block or clean: drop
+ *   (and bypass,  bytes, clean (bypass, zero:   (unless in flight); else
+ *   writethrough) drop); part: patched, state   patched, dirty (the device
+ *                 kept (device == page there)   may have the other's data)
+ *   not cached    writethrough, whole block: cached clean; else nothing
+ */
+static void
+patch_block(struct cache *c, struct dop_req *d, struct centry *e, uint32_t i,
+	    struct page_list *l)
+{
+	uint64_t at = e->unit * c->unit + (uint64_t)i * c->block;
+	uint64_t bend = at + block_len(c, e->unit, i);
+	uint64_t lo = MAX(at, d->off), hi = MIN(bend, d->end);
+	bool full = lo == at && hi == bend, ours = e->pin_id == d->id;
+	bool dirty = bit_test(dirty_bits(c, e), i);
+	bool infl = bit_test(infl_bits(c, e), i);
+
+	if (!bit_test(valid_bits(c, e), i)) {
+		if (d->op == DOP_WT && ours && full) {
+			insert_clean(c, d, e, i, at, hi);
+		}
+		return;
+	}
+	if (d->op == DOP_TRIM) {
+		if (!dirty && !infl) {
+			page_drop(c, e, i, l);
+		}
+		return;
+	}
+	if (ours && full && (d->op == DOP_BYPASS || d->op == DOP_ZERO)) {
+		page_drop(c, e, i, l);
+		return;
+	}
+	if (!ours && !infl && (full || !dirty)) {
+		page_drop(c, e, i, l);
+		return;
+	}
+	copy_in(d, page_of(c, e, i), at, lo, hi);
+	if (ours && full) {
+		mark_clean(c, e, i);
+	} else if (!ours) {
+		if (!d->seq) {
+			d->seq = atomic_fetch_add(&c->seq, 1) + 1;
+		}
+		mark_dirty(c, e, i, d->seq);
+	}
+}
+
+static void
+patch_units(struct cache *c, struct dop_req *d)
+{
+	uint64_t u1 = (d->end - 1) / c->unit + 1;
+	struct page_list l = { .n = 0 };
+
+	for (uint64_t u = d->off / c->unit;
+	     (u = abit_next(c->present, u, u1)) < u1; u++) {
+		struct shard *s = shard_of(c, u);
+		uint64_t base = u * c->unit;
+		uint32_t i0 = (uint32_t)((MAX(d->off, base) - base) / c->block);
+		uint32_t i1 = (uint32_t)DIV_ROUND_UP(
+			MIN(d->end, base + c->unit) - base, c->block);
+		struct centry *e;
+
+		pthread_mutex_lock(&s->lock);
+		e = lookup(c, u);
+		for (uint32_t i = i0; e && i < i1; i++) {
+			patch_block(c, d, e, i, &l);
+		}
+		if (e) {
+			entry_settle(c, s, e, false);
+		}
+		pthread_mutex_unlock(&s->lock);
+		page_list_flush(c, &l);
+	}
+}
+
+/* Writethrough: pages for the whole blocks, if there is room soon. */
+static void
+dop_reserve(struct cache *c, struct dop_req *d)
+{
+	uint64_t lo = ROUND_UP(d->off, c->block);
+	uint64_t hi = d->end == c->size ? d->end : ROUND_DOWN(d->end, c->block);
+	uint64_t n = hi > lo ? DIV_ROUND_UP(hi - lo, c->block) : 0;
+
+	if (!n || n > c->pool.cap / BYPASS_FRACTION) {
+		return;
+	}
+	if (!pool_reserve(c, n)) {
+		evict(c, n);
+		if (!pool_reserve(c, n)) {
+			return;
+		}
+	}
+	d->reserved = n;
+}
+
+static int
+direct(struct cache *c, enum dop op, const void *buf, uint64_t count,
+       uint64_t off, uint32_t flags)
+{
+	struct dop_req d = { .op = op,
+			     .buf = buf,
+			     .off = off,
+			     .end = off + count };
+	int r;
+
+	if (!count) {
+		return 0;
+	}
+	d.id = atomic_fetch_add(&c->op_ids, 1) + 1;
+	dop_enter(c, &d);
+	r = pin_units(c, &d, op == DOP_WT);
+	if (r == 0) {
+		switch (op) {
+		case DOP_TRIM:
+			r = c->be.trim(c->be.ctx, count, off, flags);
+			break;
+		case DOP_ZERO:
+			r = c->be.zero(c->be.ctx, count, off, flags);
+			break;
+		default:
+			r = c->be.write(c->be.ctx, buf, count, off,
+					flags & RAID_FUA);
+			break;
+		}
+	}
+	if (r == 0) {
+		if (op == DOP_WT) {
+			dop_reserve(c, &d);
+		}
+		patch_units(c, &d);
+		pool_unreserve(c, d.reserved);
+	}
+	unpin_units(c, &d);
+	dop_leave(c, &d);
+	return r;
+}
+
+/* ---- cached writes ----------------------------------------------------- */
+
+/* Copy whole blocks [i0, i1) of unit u in, dirty; pages reserved. */
+static int
+copy_blocks(struct cache *c, struct centry *e, const uint8_t *src, uint32_t i0,
+	    uint32_t i1, uint64_t seq, uint32_t need)
+{
+	int r = 0;
+
+	for (uint32_t i = i0; i < i1; i++) {
+		uint8_t *page = page_of(c, e, i);
+
+		if (!page) {
+			page = pool_get(c);
+			need--;
+			if (!page) {
+				r = -ENOMEM;
+				break;
+			}
+			page_insert(c, e, i, page);
+		}
+		memcpy(page, src + (uint64_t)(i - i0) * c->block,
+		       block_len(c, e->unit, i));
+		mark_dirty(c, e, i, seq);
+	}
+	pool_unreserve(c, need);
+	return r;
+}
+
+/* Whole blocks [i0, i1) of unit u, cached dirty; waits for room. */
+static int
+write_unit(struct cache *c, const uint8_t *src, uint64_t u, uint32_t i0,
+	   uint32_t i1, uint64_t seq, bool *hit, bool *waited)
+{
+	struct shard *s = shard_of(c, u);
+
+	for (;;) {
+		uint32_t need = 0;
+		struct centry *e;
+		int r = 0;
+
+		pthread_mutex_lock(&s->lock);
+		e = lookup_or_new(c, u);
+		for (uint32_t i = i0; e && i < i1; i++) {
+			need += !bit_test(valid_bits(c, e), i);
+		}
+		r = !e ? -ENOMEM : need ? entry_reserve(e, need) : 0;
+		if (r == 0 && need && !pool_reserve(c, need)) {
+			r = -EAGAIN;
+		}
+		if (r == 0) {
+			*hit &= need == 0;
+			r = copy_blocks(c, e, src, i0, i1, seq, need);
+		}
+		if (e) {
+			entry_settle(c, s, e, true);
+		}
+		pthread_mutex_unlock(&s->lock);
+		if (r != -EAGAIN) {
+			return r;
+		}
+		r = make_room(c, need, waited);
+		if (r < 0) {
+			return r;
+		}
+	}
+}
+
+/*
+ * Part of one block: patched in place when the block is cached, else
+ * written to the device (its other bytes are there, not here).
+ */
+static int
+write_edge(struct cache *c, const uint8_t *src, uint64_t len, uint64_t off,
+	   uint64_t seq, bool *hit)
+{
+	uint64_t u = off / c->unit;
+	uint32_t i = (uint32_t)((off - u * c->unit) / c->block);
+	uint64_t at = u * c->unit + (uint64_t)i * c->block;
+	struct shard *s = shard_of(c, u);
+	struct centry *e;
+	uint8_t *page = NULL;
+
+	pthread_mutex_lock(&s->lock);
+	e = lookup(c, u);
+	if (e) {
+		page = page_of(c, e, i);
+	}
+	if (page) {
+		memcpy(page + (off - at), src, len);
+		mark_dirty(c, e, i, seq);
+		entry_settle(c, s, e, true);
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (page) {
+		return 0;
+	}
+	*hit = false;
+	return direct(c, DOP_WRITE, src, len, off, 0);
+}
+
+/* A write answered from memory: edges, then whole blocks unit by unit. */
+static int
+write_cached(struct cache *c, const uint8_t *buf, uint64_t count, uint64_t off)
+{
+	uint64_t end = off + count, seq = atomic_fetch_add(&c->seq, 1) + 1;
+	uint64_t head_end = MIN(ROUND_DOWN(off, c->block) + c->block, c->size);
+	uint64_t mid = off, tail = end, tb;
+	bool hit = true, waited = false;
+	int r = 0;
+
+	if (off % c->block || end < head_end) {
+		mid = MIN(end, head_end);
+		r = write_edge(c, buf, mid - off, off, seq, &hit);
+	}
+	tb = ROUND_DOWN(end - 1, c->block);
+	if (mid < end && tb >= mid && end < MIN(tb + c->block, c->size)) {
+		tail = tb;
+	}
+	for (uint64_t at = mid; r == 0 && at < tail;) {
+		uint64_t u = at / c->unit, base = u * c->unit;
+		uint64_t stop = MIN(tail, base + c->unit);
+		uint32_t i0 = (uint32_t)((at - base) / c->block);
+		uint32_t i1 = (uint32_t)DIV_ROUND_UP(stop - base, c->block);
+
+		r = write_unit(c, buf + (at - off), u, i0, i1, seq, &hit,
+			       &waited);
+		at = stop;
+	}
+	if (r == 0 && tail < end) {
+		r = write_edge(c, buf + (tail - off), end - tail, tail, seq,
+			       &hit);
+	}
+	atomic_fetch_add_explicit(&c->st.writes_cached, 1,
+				  memory_order_relaxed);
+	if (hit) {
+		atomic_fetch_add_explicit(&c->st.write_hits, 1,
+					  memory_order_relaxed);
+	}
+	return r;
+}
+
+/* The bytes this write continues a sequential run with (itself too). */
+static uint64_t
+stream_run(struct cache *c, uint64_t off, uint64_t len)
+{
+	uint64_t win = STREAM_WINDOW * len, run;
+	struct stream *s = NULL, *old = &c->streams[0];
+
+	pthread_mutex_lock(&c->seq_lock);
+	for (unsigned i = 0; i < STREAMS && !s; i++) {
+		struct stream *t = &c->streams[i];
+
+		if (t->run && off + win >= t->end && off <= t->end + win) {
+			s = t;
+		}
+		if (t->used < old->used) {
+			old = t;
+		}
+	}
+	if (s) {
+		s->run += len;
+		s->end = MAX(s->end, off + len);
+	} else {
+		s = old;
+		*s = (struct stream){ .end = off + len, .run = len };
+	}
+	s->used = ++c->stream_clock;
+	run = s->run;
+	pthread_mutex_unlock(&c->seq_lock);
+	return run;
+}
+
+/*
+ * The part of a write that goes straight to the device: a sequential run
+ * past the cutoff, or a write too large for the cache.  Where partial
+ * units cost reads, only the whole units (full stripes: no reads either
+ * way); their edges are cached, to meet the rest of their stripes.
+ */
+static bool
+bypass_range(struct cache *c, uint64_t off, uint64_t count, uint64_t *lo,
+	     uint64_t *hi)
+{
+	bool big = count / c->block > c->pool.cap / BYPASS_FRACTION;
+
+	if (!big &&
+	    (!c->seq_cutoff || stream_run(c, off, count) < c->seq_cutoff)) {
+		return false;
+	}
+	*lo = off;
+	*hi = off + count;
+	if (c->hold_partial) {
+		*lo = ROUND_UP_ANY(off, c->unit);
+		*hi = ROUND_DOWN_ANY(off + count, c->unit);
+	}
+	return *hi > *lo;
+}
+
+int
+cache_pwrite(struct cache *c, const void *buf, uint64_t count, uint64_t off,
+	     uint32_t flags)
+{
+	const uint8_t *p = buf;
+	uint64_t lo, hi;
+	int r;
+
+	if (!count) {
+		return 0;
+	}
+	note_client(c);
+	r = c->be.writable(c->be.ctx);
+	if (r < 0) {
+		return r;
+	}
+	/* if (c->log): cache=log appends the record before the reply, and
+	 * FUA syncs it (docs/cache.md, "Log mode"). */
+	if (c->writethrough || (flags & RAID_FUA)) {
+		atomic_fetch_add(&c->st.writes_direct, 1);
+		return direct(c, c->writethrough ? DOP_WT : DOP_WRITE, buf,
+			      count, off, flags);
+	}
+	if (!bypass_range(c, off, count, &lo, &hi)) {
+		return write_cached(c, p, count, off);
+	}
+	atomic_fetch_add(&c->st.writes_bypassed, 1);
+	r = lo > off ? write_cached(c, p, lo - off, off) : 0;
+	if (r == 0) {
+		r = direct(c, DOP_BYPASS, p + (lo - off), hi - lo, lo, 0);
+	}
+	if (r == 0 && off + count > hi) {
+		r = write_cached(c, p + (hi - off), off + count - hi, hi);
+	}
+	return r;
+}
+
+int
+cache_trim(struct cache *c, uint64_t count, uint64_t off, uint32_t flags)
+{
+	note_client(c);
+	return direct(c, DOP_TRIM, NULL, count, off, flags);
+}
+
+int
+cache_zero(struct cache *c, uint64_t count, uint64_t off, uint32_t flags)
+{
+	note_client(c);
+	return direct(c, DOP_ZERO, NULL, count, off, flags);
+}
+
+/* ---- write-back -------------------------------------------------------- */
+
+/* Units of a batch, and where its buffer's block mask starts. */
+static unsigned
+batch_units(const struct cache *c)
+{
+	return (unsigned)MAX(1, WB_BATCH_BYTES / c->unit);
+}
+
+static size_t
+batch_bytes(const struct cache *c)
+{
+	return batch_units(c) * (2 * c->unit + 2 * c->words * sizeof(uint64_t));
+}
+
+static void
+batch_init(struct cache *c, struct wb_batch *b, uint8_t *buf)
+{
+	*b = (struct wb_batch){ .max = batch_units(c),
+				.buf = buf,
+				.seq = UINT64_MAX };
+	b->spare = buf + (size_t)b->max * c->unit;
+	b->mask = (uint64_t *)(b->spare + (size_t)b->max * c->unit);
+	b->wmask = b->mask + (size_t)b->max * c->words;
+}
+
+/* A batch buffer: one kept for reuse, or a new one (NULL: no memory). */
+static uint8_t *
+buf_get(struct cache *c)
+{
+	uint8_t *b = NULL;
+
+	pthread_mutex_lock(&c->buf_lock);
+	if (c->nr_bufs) {
+		b = c->bufs[--c->nr_bufs];
+	}
+	pthread_mutex_unlock(&c->buf_lock);
+	if (!b && posix_memalign((void **)&b, IO_BUF_ALIGN, batch_bytes(c))) {
+		b = NULL;
+	}
+	return b;
+}
+
+static void
+buf_put(struct cache *c, uint8_t *b)
+{
+	pthread_mutex_lock(&c->buf_lock);
+	if (c->nr_bufs < WB_BUFS_KEPT) {
+		c->bufs[c->nr_bufs++] = b;
+		b = NULL;
+	}
+	pthread_mutex_unlock(&c->buf_lock);
+	free(b);
+}
+
+/* Dirty enough to write back now?  (The unit's shard lock held.) */
+static bool
+wb_eligible(const struct cache *c, const struct centry *e, bool everything,
+	    uint64_t now)
+{
+	if (!e || !e->nr_dirty || e->wb || e->pin_id) {
+		return false;
+	}
+	return everything || !c->hold_partial ||
+	       e->nr_dirty == unit_blocks(c, e->unit) ||
+	       now - e->dirty_ns >= c->hold_ns;
+}
+
+/* Claim e as the batch's next unit: dirty blocks copied out, in flight. */
+static void
+claim(struct cache *c, struct centry *e, struct wb_batch *b)
+{
+	unsigned k = b->n++;
+	uint64_t *mask = b->mask + (size_t)k * c->words;
+	uint8_t *dst = b->buf + (size_t)k * c->unit;
+	uint32_t nb = unit_blocks(c, e->unit), r = 0;
+
+	if (!k) {
+		b->u0 = e->unit;
+	}
+	memset(mask, 0, c->words * sizeof(*mask));
+	for (uint32_t i = 0; i < nb; i++) {
+		if (!bit_test(valid_bits(c, e), i)) {
+			continue;
+		}
+		if (bit_test(dirty_bits(c, e), i)) {
+			memcpy(dst + (size_t)i * c->block, e->page[r],
+			       block_len(c, e->unit, i));
+			bit_set(mask, i);
+			bit_set(infl_bits(c, e), i);
+			bit_clear(dirty_bits(c, e), i);
+		}
+		r++;
+	}
+	memcpy(b->wmask + (size_t)k * c->words, mask, c->words * sizeof(*mask));
+	e->nr_dirty = 0;
+	e->wb = true;
+	e->wb_seq = e->dirty_seq;
+	e->dirty_seq = 0;
+	b->seq = MIN(b->seq, e->wb_seq);
+}
+
+/* Is block g of the batch (unit g / unit_blocks) to be written? */
+static bool
+batch_claimed(const struct cache *c, const struct wb_batch *b, uint64_t g)
+{
+	return bit_test(b->wmask + (g / c->unit_blocks) * c->words,
+			g % c->unit_blocks);
+}
+
+/*
+ * Where a partial unit costs reads (RAID 5), the batch's claimed blocks
+ * are not written run by run (a read-modify-write each, with its seeks)
+ * but as one span, from the first claimed block to the last, the gaps
+ * read from the device first: one read and one write for the batch, whole
+ * stripes inside it.  A gap's newer data, if a client wrote it meanwhile,
+ * is dirty in the cache and written after.  A direct operation that comes
+ * now pins the units and waits for the write-back; one that started
+ * before the units had an entry did not pin them and may be writing in
+ * the span: then the gaps are not read (the list of direct operations in
+ * flight says), and the runs are written one by one.
+ */
+static int
+fill_gaps(struct cache *c, struct wb_batch *b)
+{
+	uint64_t total = (uint64_t)b->n * c->unit_blocks, first = total;
+	uint64_t last = 0, base = b->u0 * c->unit, lo, hi;
+	bool gap = false;
+	int r;
+
+	for (uint64_t g = 0; g < total; g++) {
+		if (batch_claimed(c, b, g)) {
+			gap |= first < total && g > last + 1;
+			first = MIN(first, g);
+			last = g;
+		}
+	}
+	if (!gap) {
+		return 0;
+	}
+	lo = base + first * c->block;
+	hi = MIN(base + (last + 1) * c->block, c->size);
+	if (dop_overlaps(c, lo, hi)) {
+		return 0; /* written run by run instead */
+	}
+	r = c->be.read(c->be.ctx, b->spare, hi - lo, lo);
+	for (uint64_t g = first; r == 0 && g <= last; g++) {
+		if (!batch_claimed(c, b, g)) {
+			memcpy(b->buf + g * c->block,
+			       b->spare + (g - first) * c->block, c->block);
+			bit_set(b->wmask + (g / c->unit_blocks) * c->words,
+				g % c->unit_blocks);
+		}
+	}
+	return r;
+}
+
+/* The write-back of unit k of the batch completed (r: how). */
+static void
+complete_unit(struct cache *c, struct wb_batch *b, unsigned k, int r)
+{
+	uint64_t u = b->u0 + k, *mask = b->mask + (size_t)k * c->words;
+	struct shard *s = shard_of(c, u);
+	uint32_t nb = unit_blocks(c, u), had;
+	struct centry *e;
+
+	pthread_mutex_lock(&s->lock);
+	e = lookup(c, u); /* held by e->wb: it is there */
+	had = e->nr_dirty;
+	for (uint32_t i = 0; i < nb; i++) {
+		if (!bit_test(mask, i)) {
+			continue;
+		}
+		bit_clear(infl_bits(c, e), i);
+		if (bit_test(dirty_bits(c, e), i)) {
+			continue; /* written again meanwhile: stays dirty */
+		}
+		if (r == 0) {
+			e->nr_unclean--;
+			atomic_fetch_sub(&c->nr_unclean, 1);
+		} else {
+			bit_set(dirty_bits(c, e), i);
+			e->nr_dirty++;
+		}
+	}
+	if (r < 0 && e->nr_dirty) {
+		e->dirty_seq = had ? MIN(e->dirty_seq, e->wb_seq) : e->wb_seq;
+	}
+	e->wb = false;
+	entry_settle(c, s, e, false);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/*
+ * Write the batch's claimed blocks, each run of them (across its units)
+ * in one device write, then complete every unit.  *bytes written.
+ */
+static int
+batch_write(struct cache *c, struct wb_batch *b, uint64_t *bytes)
+{
+	uint64_t total = (uint64_t)b->n * c->unit_blocks, done = 0;
+	uint64_t base = b->u0 * c->unit;
+	int r = 0;
+
+	if (c->hold_partial) {
+		r = fill_gaps(c, b);
+	}
+	for (uint64_t g = 0; g < total && r == 0;) {
+		uint64_t h = g, lo, hi;
+
+		if (!batch_claimed(c, b, g)) {
+			g++;
+			continue;
+		}
+		while (h < total && batch_claimed(c, b, h)) {
+			h++;
+		}
+		lo = base + g * c->block;
+		hi = MIN(base + h * c->block, c->size);
+		r = c->be.write(c->be.ctx, b->buf + g * c->block, hi - lo, lo,
+				0);
+		done += hi - lo;
+		g = h;
+	}
+	for (unsigned k = 0; k < b->n; k++) {
+		complete_unit(c, b, k, r);
+	}
+	b->n = 0;
+	b->seq = UINT64_MAX;
+	if (r == 0) {
+		*bytes += done;
+		atomic_fetch_add(&c->st.written_back, done);
+		atomic_store(&c->wb_error, 0);
+	} else {
+		atomic_fetch_add(&c->st.wb_errors, 1);
+		atomic_store(&c->wb_error, r);
+	}
+	/* if (c->log): the log retires a record only once its data is on
+	 * the members and they are flushed (docs/cache.md). */
+	pool_kick(c);
+	done_signal(c);
+	return r;
+}
+
+/*
+ * One batch, as the thread writes back: from the cursor, the first unit
+ * due (a full one, or a partial one held long enough) and the consecutive
+ * units due after it; when there is none and `everything` (idle clients,
+ * pressure, a drain), the first dirty one and those after it.
+ */
+static int
+writeback_round(struct cache *c, bool everything, uint8_t *buf, uint64_t *bytes)
+{
+	uint64_t now = now_ns(), start = atomic_load(&c->cursor);
+	uint8_t *own = NULL;
+	struct wb_batch b;
+	int r = 0;
+
+	start = start < c->nr_units ? start : 0;
+	if (!buf) {
+		buf = own = buf_get(c);
+		if (!buf) {
+			return -ENOMEM;
+		}
+	}
+	batch_init(c, &b, buf);
+	/* Units due first (full stripes, or held long enough), from the
+	 * cursor round to it; then, when everything may go, any. */
+	for (unsigned pass = 0; pass < (everything ? 4 : 2) && !b.n; pass++) {
+		uint64_t u = pass % 2 ? 0 : start;
+		uint64_t end = pass % 2 ? start : c->nr_units;
+		bool any = pass >= 2;
+
+		while (b.n < b.max &&
+		       (u = abit_next(c->unclean, u, end)) < end) {
+			struct shard *s = shard_of(c, u);
+			bool took = false;
+			struct centry *e;
+
+			if (b.n && u != b.u0 + b.n) {
+				break;
+			}
+			pthread_mutex_lock(&s->lock);
+			e = lookup(c, u);
+			if (wb_eligible(c, e, any, now)) {
+				claim(c, e, &b);
+				took = true;
+			}
+			pthread_mutex_unlock(&s->lock);
+			if (!took && b.n) {
+				break;
+			}
+			u++;
+		}
+	}
+	if (b.n) {
+		atomic_store(&c->cursor, b.u0 + b.n);
+		r = batch_write(c, &b, bytes);
+	}
+	if (own) {
+		buf_put(c, own);
+	}
+	return r;
+}
+
+/*
+ * Write back every dirty block of a write numbered target or lower, and
+ * wait for write-backs of such blocks already in flight (FLUSH, close,
+ * `cache flush`).  Writes that came later are left alone, so a flush
+ * ends under any load.
+ */
+static int
+drain(struct cache *c, uint64_t target)
+{
+	uint8_t *buf = buf_get(c);
+	struct wb_batch b;
+	uint64_t bytes = 0;
+	int r = 0;
+
+	if (!buf) {
+		return -ENOMEM;
+	}
+	batch_init(c, &b, buf);
+	for (;;) {
+		uint64_t mark = done_mark(c), u = 0;
+		bool wait = false, did = false;
+
+		while (r == 0 && (u = abit_next(c->unclean, u, c->nr_units)) <
+					 c->nr_units) {
+			struct shard *s = shard_of(c, u);
+			bool needs, busy, flush_first = false;
+			struct centry *e;
+
+			pthread_mutex_lock(&s->lock);
+			e = lookup(c, u);
+			needs = e && ((e->nr_dirty && e->dirty_seq <= target) ||
+				      (e->wb && e->wb_seq <= target));
+			busy = e && (e->wb || e->pin_id);
+			if (needs && !busy) {
+				flush_first = b.n &&
+					      (u != b.u0 + b.n || b.n == b.max);
+				if (!flush_first) {
+					claim(c, e, &b);
+				}
+			}
+			wait |= needs && busy;
+			pthread_mutex_unlock(&s->lock);
+			if (flush_first) {
+				r = batch_write(c, &b, &bytes);
+				did = true;
+				continue; /* u again */
+			}
+			u++;
+		}
+		if (r == 0 && b.n) {
+			r = batch_write(c, &b, &bytes);
+			did = true;
+		}
+		if (r < 0 || (!did && !wait)) {
+			break;
+		}
+		if (!did) {
+			done_wait(c, mark);
+		}
+	}
+	buf_put(c, buf);
+	return r;
+}
+
+int
+cache_flush(struct cache *c)
+{
+	uint64_t target = atomic_load(&c->seq);
+	int r;
+
+	note_client(c);
+	/* if (c->log): FLUSH is clog_sync() of the last record; the members
+	 * may lag (docs/cache.md, "Log mode"). */
+	r = drain(c, target);
+	if (r == 0) {
+		r = c->be.flush(c->be.ctx);
+	}
+	return r;
+}
+
+int
+cache_writeback_once(struct cache *c, bool everything, uint64_t *bytes)
+{
+	*bytes = 0;
+	return writeback_round(c, everything, NULL, bytes);
+}
+
+uint64_t
+cache_dirty_bytes(struct cache *c)
+{
+	return atomic_load(&c->nr_unclean) * c->block;
+}
+
+/* ---- the write-back thread --------------------------------------------- */
+
+static bool
+thread_running(struct cache *c)
+{
+	return __atomic_load_n(&c->running, __ATOMIC_ACQUIRE);
+}
+
+static void
+wb_kick(struct cache *c)
+{
+	pthread_mutex_lock(&c->wb_lock);
+	c->kick = true;
+	pthread_cond_broadcast(&c->wb_wake);
+	pthread_mutex_unlock(&c->wb_lock);
+}
+
+/* Sleep up to ns, less when kicked or stopped; false once stopped. */
+static bool
+wb_sleep(struct cache *c, uint64_t ns)
+{
+	struct timespec until;
+	bool go;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += ns / 1000000000ull;
+	until.tv_nsec += ns % 1000000000ull;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&c->wb_lock);
+	if (!c->stop && !c->kick) {
+		pthread_cond_timedwait(&c->wb_wake, &c->wb_lock, &until);
+	}
+	c->kick = false;
+	go = !c->stop;
+	pthread_mutex_unlock(&c->wb_lock);
+	return go;
+}
+
+/*
+ * bcache's PI controller on the dirty bytes: the rate is the excess over
+ * the target (PI_TARGET_PCT of the size) retired in PI_P_TERM_S seconds,
+ * plus the integral of the excess over PI_I_TERM_S2, which grows only
+ * while the rate is above its floor or the excess shrinks it (no wind-up).
+ * Also the measured write-back rate, for status.
+ */
+static void
+update_rate(struct cache *c, uint64_t now)
+{
+	uint64_t dt = now - c->rate_ns, wb = atomic_load(&c->st.written_back);
+	int64_t dirty, target, err, rate;
+
+	if (dt < RATE_UPDATE_NS) {
+		return;
+	}
+	atomic_store(&c->st.wb_rate, (wb - c->rate_bytes) * 1000000000ull / dt);
+	c->rate_bytes = wb;
+	c->rate_ns = now;
+	dirty = (int64_t)(atomic_load(&c->nr_unclean) * c->block);
+	target = (int64_t)(c->pool.cap * c->block * PI_TARGET_PCT / 100);
+	err = dirty - target;
+	if (atomic_load(&c->rate) > PI_MIN_RATE ||
+	    (err < 0 && c->integral > 0)) {
+		c->integral += err * (int64_t)(dt / 1000000) / 1000;
+	}
+	rate = err / PI_P_TERM_S + c->integral / PI_I_TERM_S2;
+	atomic_store(&c->rate, (uint64_t)MAX(rate, (int64_t)PI_MIN_RATE));
+}
+
+/*
+ * A write-back worker: WB_THREADS of them, so that the members get the
+ * next batch while one is being written; the first also runs the PI
+ * controller, and each paces itself at its share of the rate.
+ */
+static void *
+wb_main(void *arg)
+{
+	struct wb_worker *w = arg;
+	struct cache *c = w->c;
+	uint64_t next_ns = 0; /* paced: no write-back before then */
+	uint8_t *buf = buf_get(c);
+
+	while (!buf && wb_sleep(c, ERROR_BACKOFF_NS)) {
+		buf = buf_get(c);
+	}
+	for (;;) {
+		uint64_t now = now_ns(), bytes = 0, cap = c->pool.cap;
+		uint64_t last = atomic_load(&c->last_client_ns);
+		uint64_t unclean = atomic_load(&c->nr_unclean);
+		bool idle = now - last >= IDLE_NS;
+		bool pressure = atomic_load(&c->waiting) ||
+				unclean * 100 >= cap * PRESSURE_PCT;
+		bool fast = idle || pressure;
+		int r = 0;
+
+		if (!buf) {
+			break; /* stopped before it had memory */
+		}
+		if (w->idx == 0) {
+			update_rate(c, now);
+		}
+		if (!fast && now < next_ns) {
+			if (!wb_sleep(c, MIN(next_ns - now, POLL_NS))) {
+				break;
+			}
+			continue;
+		}
+		if (unclean) {
+			r = writeback_round(c, fast, buf, &bytes);
+		}
+		if (r < 0) {
+			raid_debug(
+				"cache: write-back failed (%s); trying again in 1 s",
+				strerror(-r));
+		}
+		if (r < 0 || !bytes) {
+			if (!wb_sleep(c, r < 0 ? ERROR_BACKOFF_NS : POLL_NS)) {
+				break;
+			}
+			continue;
+		}
+		next_ns = MAX(next_ns, now) +
+			  bytes * 1000000000ull * WB_THREADS /
+				  MAX(atomic_load(&c->rate), 1);
+		pthread_mutex_lock(&c->wb_lock);
+		r = c->stop;
+		pthread_mutex_unlock(&c->wb_lock);
+		if (r) {
+			break;
+		}
+	}
+	if (buf) {
+		buf_put(c, buf);
+	}
+	return NULL;
+}
+
+int
+cache_start(struct cache *c)
+{
+	int r;
+
+	if (!c || c->running) {
+		return 0;
+	}
+	c->stop = false;
+	c->rate_ns = now_ns();
+	atomic_store(&c->rate, PI_MIN_RATE);
+	for (unsigned i = 0; i < WB_THREADS; i++) {
+		c->workers[i] = (struct wb_worker){ .c = c, .idx = i };
+		r = pthread_create(&c->workers[i].thread, NULL, wb_main,
+				   &c->workers[i]);
+		if (r) {
+			raid_error(
+				"cache: cannot start a write-back thread: %s",
+				strerror(r));
+			c->nr_workers = i;
+			__atomic_store_n(&c->running, true, __ATOMIC_RELEASE);
+			cache_stop(c);
+			return -r;
+		}
+	}
+	c->nr_workers = WB_THREADS;
+	__atomic_store_n(&c->running, true, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static void
+cache_stop(struct cache *c)
+{
+	if (!c->running) {
+		return;
+	}
+	pthread_mutex_lock(&c->wb_lock);
+	c->stop = true;
+	pthread_cond_broadcast(&c->wb_wake);
+	pthread_mutex_unlock(&c->wb_lock);
+	for (unsigned i = 0; i < c->nr_workers; i++) {
+		pthread_join(c->workers[i].thread, NULL);
+	}
+	c->nr_workers = 0;
+	__atomic_store_n(&c->running, false, __ATOMIC_RELEASE);
+}
+
+/* ---- extents, status --------------------------------------------------- */
+
+int
+cache_extent(struct cache *c, uint64_t off, uint64_t len, uint32_t type,
+	     int (*add)(void *ctx, uint64_t off, uint64_t len, uint32_t type),
+	     void *ctx)
+{
+	uint64_t end = off + len, u1 = (end - 1) / c->unit + 1;
+	int r = 0;
+
+	if (!len || !(type & RAID_EXTENT_HOLE)) {
+		return add(ctx, off, len, type);
+	}
+	for (uint64_t u = off / c->unit;
+	     r == 0 && (u = abit_next(c->unclean, u, u1)) < u1; u++) {
+		uint64_t lo = MAX(off, u * c->unit);
+		uint64_t hi = MIN(end, (u + 1) * c->unit);
+
+		if (lo > off) {
+			r = add(ctx, off, lo - off, type);
+		}
+		if (r == 0) {
+			r = add(ctx, lo, hi - lo, 0);
+		}
+		off = hi;
+	}
+	if (r == 0 && off < end) {
+		r = add(ctx, off, end - off, type);
+	}
+	return r;
+}
+
+void
+cache_status(struct cache *c, struct raid_cache_status *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (!c) {
+		return;
+	}
+	st->kind = c->kind;
+	st->mode = c->writethrough ? RAID_CACHE_WRITETHROUGH
+				   : RAID_CACHE_WRITEBACK;
+	st->size_bytes = c->pool.cap * c->block;
+	st->used_bytes = atomic_load(&c->nr_valid) * c->block;
+	st->dirty_bytes = atomic_load(&c->nr_unclean) * c->block;
+	st->read_hits = atomic_load(&c->st.read_hits);
+	st->read_misses = atomic_load(&c->st.read_misses);
+	st->writes_cached = atomic_load(&c->st.writes_cached);
+	st->write_hits = atomic_load(&c->st.write_hits);
+	st->writes_direct = atomic_load(&c->st.writes_direct);
+	st->writes_bypassed = atomic_load(&c->st.writes_bypassed);
+	st->written_back_bytes = atomic_load(&c->st.written_back);
+	st->writeback_bytes_per_s = atomic_load(&c->st.wb_rate);
+	st->writeback_errors = atomic_load(&c->st.wb_errors);
+	st->waits = atomic_load(&c->st.waits);
+}
+
+/* ---- open and close ---------------------------------------------------- */
+
+static void
+cache_free(struct cache *c)
+{
+	for (uint64_t b = 0; c->bucket && b < (1ull << c->bucket_bits); b++) {
+		while (c->bucket[b]) {
+			struct centry *e = c->bucket[b];
+
+			c->bucket[b] = e->hnext;
+			free(e->page);
+			free(e);
+		}
+	}
+	for (unsigned i = 0; i < CACHE_SHARDS; i++) {
+		pthread_mutex_destroy(&c->shards[i].lock);
+	}
+	for (uint64_t i = 0; i < c->pool.nr_slabs; i++) {
+		free(c->pool.slabs[i]);
+	}
+	free(c->pool.slabs);
+	free(c->pool.free_pages);
+	pthread_mutex_destroy(&c->pool.lock);
+	pthread_cond_destroy(&c->pool.space);
+	pthread_mutex_destroy(&c->done_lock);
+	pthread_cond_destroy(&c->done_cond);
+	pthread_mutex_destroy(&c->seq_lock);
+	pthread_mutex_destroy(&c->dop_lock);
+	while (c->nr_bufs) {
+		free(c->bufs[--c->nr_bufs]);
+	}
+	pthread_mutex_destroy(&c->buf_lock);
+	pthread_mutex_destroy(&c->wb_lock);
+	pthread_cond_destroy(&c->wb_wake);
+	free((void *)c->present);
+	free((void *)c->unclean);
+	free(c->bucket);
+
+	free(c);
+}
+
+static void
+cache_init_locks(struct cache *c)
+{
+	pthread_condattr_t ca;
+
+	for (unsigned i = 0; i < CACHE_SHARDS; i++) {
+		pthread_mutex_init(&c->shards[i].lock, NULL);
+	}
+	pthread_mutex_init(&c->pool.lock, NULL);
+	pthread_cond_init(&c->pool.space, NULL);
+	pthread_mutex_init(&c->done_lock, NULL);
+	pthread_cond_init(&c->done_cond, NULL);
+	pthread_mutex_init(&c->seq_lock, NULL);
+	pthread_mutex_init(&c->dop_lock, NULL);
+	pthread_mutex_init(&c->buf_lock, NULL);
+	pthread_mutex_init(&c->wb_lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->wb_wake, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
+/* The size in pages: at least 4 units (or the whole device), at most
+ * the device.  0 (said why) when too small. */
+static uint64_t
+cache_pages(const struct cache_geometry *g, uint64_t bytes)
+{
+	uint64_t dev = DIV_ROUND_UP(g->size, g->block_bytes);
+	uint64_t need = MIN(4 * (g->unit_bytes / g->block_bytes), dev);
+	uint64_t pages = MIN(bytes / g->block_bytes, dev);
+
+	if (pages < need) {
+		raid_error(
+			"cache-size %llu is smaller than 4 units of this array (4 x %llu bytes: its full stripes): writes would wait for write-back all the time",
+			(unsigned long long)bytes,
+			(unsigned long long)g->unit_bytes);
+		return 0;
+	}
+	return pages;
+}
+
+int
+cache_open(const struct cache_backing *be, const struct cache_geometry *g,
+	   const struct cache_settings *s, struct cache **out)
+{
+	struct cache *c;
+	uint64_t pages = cache_pages(g, s->size_bytes), words;
+
+	*out = NULL;
+	if (!pages) {
+		return -EINVAL;
+	}
+	if (s->kind == RAID_CACHE_LOG) {
+		raid_error("cache=log: not in this build yet");
+		return -ENOTSUP;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		return -ENOMEM;
+	}
+	c->be = *be;
+	c->size = g->size;
+	c->unit = g->unit_bytes;
+	c->block = g->block_bytes;
+	c->unit_blocks = (uint32_t)(g->unit_bytes / g->block_bytes);
+	c->words = DIV_ROUND_UP(c->unit_blocks, 64);
+	c->nr_units = DIV_ROUND_UP(g->size, g->unit_bytes);
+	c->hold_partial = g->hold_partial;
+	c->writethrough = s->mode == RAID_CACHE_WRITETHROUGH;
+	c->kind = s->kind;
+	c->seq_cutoff = s->seq_cutoff;
+	c->hold_ns = (uint64_t)s->hold_ms * 1000000ull;
+	c->pool.cap = pages;
+	cache_init_locks(c);
+	c->bucket_bits = 6;
+	while ((1ull << c->bucket_bits) < pages / 2) {
+		c->bucket_bits++;
+	}
+	words = DIV_ROUND_UP(c->nr_units, 64);
+	c->bucket = calloc(1ull << c->bucket_bits, sizeof(*c->bucket));
+	c->present = calloc(words, sizeof(*c->present));
+	c->unclean = calloc(words, sizeof(*c->unclean));
+	c->pool.free_pages = malloc(pages * sizeof(*c->pool.free_pages));
+	if (!c->bucket || !c->present || !c->unclean || !c->pool.free_pages) {
+		cache_free(c);
+		return -ENOMEM;
+	}
+	*out = c;
+	return 0;
+}
+
+int
+cache_close(struct cache *c)
+{
+	uint64_t dirty;
+	int r;
+
+	if (!c) {
+		return 0;
+	}
+	cache_stop(c);
+	r = drain(c, UINT64_MAX);
+	if (r == 0) {
+		r = c->be.flush(c->be.ctx);
+	}
+	dirty = cache_dirty_bytes(c);
+	if (r < 0 || dirty) {
+		raid_error(
+			"cache: %llu bytes could not be written back at close (%s): they are lost",
+			(unsigned long long)dirty, strerror(r < 0 ? -r : EIO));
+		r = r < 0 ? r : -EIO;
+	}
+	cache_free(c);
+	return r;
+}

@@ -1,0 +1,114 @@
+/*
+ * cache.h: the write-back cache in front of the array (docs/cache.md).
+ *
+ * The cache knows nothing about RAID.  It is given a struct cache_backing
+ * (read, write, trim, zero, flush of the device behind it, as an nbdkit
+ * filter is given `next`) and a geometry: the device's size, the unit it
+ * keeps dirty data in (a full stripe for parity levels, so that a full
+ * unit is written back as one reconstruct-write) and whether a partly
+ * dirty unit costs reads to write back (then it is held back a while, for
+ * the rest of the stripe to come).  array.c calls cache_* for the public
+ * raid_* functions when cache= is set; the backing calls the array's own
+ * uncached functions.
+ *
+ * Every function returns 0 or -errno.  Many threads may call the data
+ * functions at once (one cache for all connections).
+ *
+ * cache=log (the persistent log, src/cache_log.c) is built on its own:
+ * CACHE_LOG_BUILT says whether this build has it; cache.c marks where it
+ * plugs in (docs/cache.md, "Log mode").
+ */
+#ifndef RAID_CACHE_H
+#define RAID_CACHE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "raid.h"
+
+#define CACHE_LOG_BUILT 0
+
+#define CACHE_MIN_SIZE	 (1ull << 20)	/* cache-size= at least */
+#define CACHE_BLOCK	 4096u		/* dirty bits and pages per 4K */
+#define CACHE_UNIT_MAX	 (16ull << 20)	/* a larger stripe is not held */
+#define CACHE_UNIT_PLAIN (256ull << 10) /* RAID 0/1/10: the unit, at least */
+
+struct cache;
+
+struct cache_backing {
+	void *ctx;
+	int (*read)(void *ctx, void *buf, uint64_t count, uint64_t off);
+	/* flags: RAID_FUA */
+	int (*write)(void *ctx, const void *buf, uint64_t count, uint64_t off,
+		     uint32_t flags);
+	/* flags: RAID_FUA, RAID_MAY_TRIM, RAID_FAST_ZERO */
+	int (*trim)(void *ctx, uint64_t count, uint64_t off, uint32_t flags);
+	int (*zero)(void *ctx, uint64_t count, uint64_t off, uint32_t flags);
+	int (*flush)(void *ctx);
+	/* May a write be taken now?  0, or -errno (the device failed). */
+	int (*writable)(void *ctx);
+};
+
+struct cache_geometry {
+	uint64_t size;	      /* bytes of the device */
+	uint64_t unit_bytes;  /* a multiple of block_bytes */
+	uint32_t block_bytes; /* CACHE_BLOCK or the device's larger block */
+	bool hold_partial;    /* a partial unit costs reads: wait for more */
+};
+
+struct cache_settings {
+	enum raid_cache_kind kind; /* RAM (LOG once it is built) */
+	enum raid_cache_mode mode;
+	uint64_t size_bytes;
+	uint64_t seq_cutoff; /* 0: never bypass */
+	unsigned hold_ms;
+	const char *log_path; /* cache=log */
+};
+
+/*
+ * A cache over be (copied).  Refuses a size that cannot hold 4 units
+ * (it would thrash), or more than the device holds (clamped, said in the
+ * debug log).  No thread yet: cache_start.
+ */
+int cache_open(const struct cache_backing *be, const struct cache_geometry *g,
+	       const struct cache_settings *s, struct cache **out);
+/* The write-back thread (after nbdkit forks).  Without it, write-back
+ * happens only on flush, close, and when a writer needs room. */
+int cache_start(struct cache *c);
+/*
+ * Stop the thread, write back everything and flush the device, free.
+ * -errno when some dirty data could not be written back (logged: it is
+ * lost).  NULL is fine.
+ */
+int cache_close(struct cache *c);
+
+/* The device's requests, through the cache; ranges already checked. */
+int cache_pread(struct cache *c, void *buf, uint64_t count, uint64_t off);
+int cache_pwrite(struct cache *c, const void *buf, uint64_t count, uint64_t off,
+		 uint32_t flags);
+int cache_trim(struct cache *c, uint64_t count, uint64_t off, uint32_t flags);
+int cache_zero(struct cache *c, uint64_t count, uint64_t off, uint32_t flags);
+/* NBD FLUSH: every write acknowledged before it written back, then the
+ * device flushed. */
+int cache_flush(struct cache *c);
+
+/*
+ * The device said [off, off+len) is a hole: the parts of it the cache
+ * holds unwritten data for are data.  Calls add() for [off, off+len) in
+ * pieces, in order.
+ */
+int cache_extent(struct cache *c, uint64_t off, uint64_t len, uint32_t type,
+		 int (*add)(void *ctx, uint64_t off, uint64_t len,
+			    uint32_t type),
+		 void *ctx);
+
+void cache_status(struct cache *c, struct raid_cache_status *st);
+
+/* Bytes dirty now (written back not yet, or being written). */
+uint64_t cache_dirty_bytes(struct cache *c);
+
+/* Tests: run the write-back once as the thread would (no pacing), 0 or
+ * -errno; *bytes written back. */
+int cache_writeback_once(struct cache *c, bool everything, uint64_t *bytes);
+
+#endif
