@@ -451,6 +451,10 @@ park(struct gather *g, struct gather_req *req, unsigned k, const void *buf,
 		};
 		*bucket(g, no) = s;
 	}
+	if (!req->pending) {
+		/* Before anyone can see it: the writer of s signals it. */
+		pthread_cond_init(&req->cond, &g->cattr);
+	}
 	*p = (struct gather_piece){ .req = req,
 				    .st = s,
 				    .off = off,
@@ -695,7 +699,6 @@ gather_write(struct gather *g, struct raid_array *a, gather_write_fn direct,
 	}
 	memset(&req, 0, sizeof(req));
 	req.flags = flags;
-	pthread_cond_init(&req.cond, &g->cattr);
 	pthread_mutex_lock(&g->mu);
 	if (tl_flight) {
 		tl_flight->decided = true;
@@ -720,7 +723,6 @@ gather_write(struct gather *g, struct raid_array *a, gather_write_fn direct,
 	}
 	pthread_mutex_unlock(&g->mu);
 	if (!parked[0] && !parked[1]) {
-		pthread_cond_destroy(&req.cond);
 		return direct(a, flags, buf, count, off, changed, repair);
 	}
 	/* Stripes it completed first: their other requests wait for them. */
