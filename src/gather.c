@@ -51,6 +51,7 @@
 #define GATHER_PROBE	   8  /* at no credit, one new stripe in this many */
 #define GATHER_DIRECT	   16 /* partial stripes written straight, kept */
 #define GATHER_GAP_MAX	   10 /* a gap counts up to this many graces */
+#define GATHER_ENDS	   16 /* ends of the last write requests, kept */
 
 struct gather_req;
 
@@ -119,6 +120,10 @@ struct gather {
 	 * piece arriving late for one of them must not start it again. */
 	uint64_t direct[GATHER_DIRECT];
 	unsigned direct_at;
+	/* Where the last write requests to arrive end: a request starting
+	 * at one of them continues a stream. */
+	uint64_t ends[GATHER_ENDS];
+	unsigned ends_at;
 	int credit;
 	unsigned probe;
 	struct raid_gather_stats stats;
@@ -234,6 +239,7 @@ gather_enter(struct gather *g, struct gather_flight *f, uint64_t off,
 		g->avg_gap = g->avg_gap - g->avg_gap / 8 + gap / 8;
 	}
 	g->last_enter = t;
+	g->ends[g->ends_at++ % GATHER_ENDS] = off + count;
 	update_idle(g);
 	pthread_mutex_unlock(&g->mu);
 }
@@ -378,14 +384,26 @@ arriving(const struct gather *g, const struct gather_flight *self, uint64_t lo,
 	return true;
 }
 
+/* Does a write request starting at off continue one that came lately? */
+static bool
+continues(const struct gather *g, uint64_t off)
+{
+	for (unsigned i = 0; i < GATHER_ENDS; i++) {
+		if (g->ends[i] == off) {
+			return true;
+		}
+	}
+	return false;
+}
+
 /*
  * May the piece [off, off+len) of request self park in a stripe that has
  * none parked?  Not when a request in flight already wrote into the
  * stripe (or is writing it) without parking: it cannot become whole.  Yes
  * when requests in flight that have not decided yet cover the rest of it.
- * Else only at the stripe's start, the head of a stream, when the writes
- * the client may have in flight could fill the rest, and while parking
- * pays (credit).
+ * Else only at the head of a stream: the piece starts the stripe, its
+ * request continues an earlier one, the writes the client may have in
+ * flight could fill the rest, and parking pays (credit).
  */
 static bool
 may_start(struct gather *g, const struct gather_flight *self, uint64_t len,
@@ -410,7 +428,8 @@ may_start(struct gather *g, const struct gather_flight *self, uint64_t len,
 	if (arriving(g, self, lo, off) && arriving(g, self, off + len, hi)) {
 		return true;
 	}
-	if (off != lo || missing > (uint64_t)(window(g) - 1) * g->avg_len) {
+	if (off != lo || !self || !continues(g, self->lo) ||
+	    missing > (uint64_t)(window(g) - 1) * g->avg_len) {
 		return false; /* nothing in flight can fill it */
 	}
 	return g->credit > 0 || ++g->probe % GATHER_PROBE == 0;
@@ -641,6 +660,9 @@ static void
 wait_pieces(struct gather *g, struct raid_array *a, gather_write_fn direct,
 	    struct gather_req *req)
 {
+	if (!req->pending) {
+		return; /* written already (stripes it completed) */
+	}
 	req->next = g->waiters;
 	if (g->waiters) {
 		g->waiters->prev = req;
