@@ -105,6 +105,7 @@ struct gather {
 	uint64_t wait_ns, grace_ns;
 	bool always;
 	struct gather_stripe *hash[GATHER_HASH];
+	unsigned stripes;	       /* in the table */
 	struct gather_req *waiters;    /* requests in the wait loop */
 	struct gather_flight *flights; /* write requests in flight */
 	unsigned writers;	       /* how many (and test holds) */
@@ -240,6 +241,8 @@ gather_enter(struct gather *g, struct gather_flight *f, uint64_t off,
 	}
 	g->last_enter = t;
 	g->ends[g->ends_at++ % GATHER_ENDS] = off + count;
+	/* A client one request at a time: nothing to join, nobody to fill. */
+	f->decided |= window(g) == 1 && !g->stripes && !g->always;
 	update_idle(g);
 	pthread_mutex_unlock(&g->mu);
 }
@@ -345,6 +348,7 @@ detach(struct gather *g, struct gather_stripe *s)
 	}
 	*pp = s->hnext;
 	s->attached = false;
+	g->stripes--;
 }
 
 /* Bytes of the stripe its pieces (sorted by offset) cover. */
@@ -469,6 +473,7 @@ park(struct gather *g, struct gather_req *req, unsigned k, const void *buf,
 			.hnext = *bucket(g, no),
 		};
 		*bucket(g, no) = s;
+		g->stripes++;
 	}
 	if (!req->pending) {
 		/* Before anyone can see it: the writer of s signals it. */
@@ -716,7 +721,9 @@ gather_write(struct gather *g, struct raid_array *a, gather_write_fn direct,
 	uint64_t lo = off, hi = end;
 	int r = 0;
 
-	if (off % sb == 0 && end % sb == 0) {
+	/* Whole stripes only, or a request that came alone (gather_enter). */
+	if ((off % sb == 0 && end % sb == 0) ||
+	    (tl_flight && tl_flight->decided)) {
 		return direct(a, flags, buf, count, off, changed, repair);
 	}
 	memset(&req, 0, sizeof(req));
