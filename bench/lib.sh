@@ -321,7 +321,7 @@ BEGIN {
 	label["rw4k_qd1"] = "4k randwrite QD1";  label["rw4k_qd32"] = "4k randwrite QD32"
 	label["rr4k_qd8"] = "4k randread QD8";   label["rw4k_qd8"] = "4k randwrite QD8"
 	label["sr1m_qd8"] = "1M read QD8";       label["sw1m_qd8"] = "1M write QD8"
-	label["sw1536k_qd8"] = "1.5M write QD8"
+	label["sw1536k_qd8"] = "1.5M write QD8"; label["sw4k_qd1"] = "4k write QD1"
 }
 NR > 1 {
 	if ($1 > reps) reps = $1

@@ -48,7 +48,7 @@ export LC_ALL=C
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 JOBFILE=$HERE/fio/nbd.fio
-ALL_PATTERNS="rr4k_qd1 rr4k_qd4 rr4k_qd8 rr4k_qd32 rw4k_qd1 rw4k_qd8 rw4k_qd32 sr1m_qd8 sw1m_qd8 sw1536k_qd8"
+ALL_PATTERNS="rr4k_qd1 rr4k_qd4 rr4k_qd8 rr4k_qd32 rw4k_qd1 rw4k_qd8 rw4k_qd32 sr1m_qd8 sw1m_qd8 sw1536k_qd8 sw4k_qd1"
 
 REPS=5 RT=5 RAMP=1 OUT='' RETRIES=2
 NOISE=${NOISE:-25}

@@ -251,6 +251,17 @@ struct raid_member_status {
 struct raid_req_stats {
 	uint64_t requests, bytes, errors;
 };
+/* Stripe gathering (parity levels; docs/gather.md): what it did. */
+struct raid_gather_stats {
+	bool enabled;		    /* the array gathers (gather-wait= > 0) */
+	uint64_t wait_us, grace_us; /* gather-wait=, gather-grace= */
+	uint64_t pieces;	    /* partial-stripe pieces parked */
+	uint64_t full;		    /* stripes written whole from them */
+	/* Stripes written as parked (partial): nothing more came once
+	 * every write in flight was parked; their deadline passed; an
+	 * exclusive range request (unaligned write, sync window) waited. */
+	uint64_t released_idle, released_timeout, released_forced;
+};
 
 /*
  * ---- recovery, resync and scrub (docs/recovery.md) ----
@@ -341,6 +352,7 @@ struct raid_status {
 	unsigned nr_spares; /* role: their index; state: spare */
 	struct raid_member_status spares[RAID_MAX_SPARES];
 	struct raid_req_stats io[RAID_REQ_KINDS];
+	struct raid_gather_stats gather;
 	struct raid_sync_progress progress;
 	struct raid_check_report last_check;
 	uint64_t speed_min, speed_max; /* KiB/s per member */

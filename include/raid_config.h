@@ -25,6 +25,9 @@
 #define RAID_DEFAULT_CHUNK (512u << 10)
 /* member=missing: a role with no member (raw mode; mdadm's word). */
 #define RAID_MEMBER_MISSING_NAME "missing"
+/* gather-wait= and gather-grace= by default, microseconds (docs/gather.md). */
+#define RAID_GATHER_WAIT_US  20000
+#define RAID_GATHER_GRACE_US 200
 /* md and the kernel count offsets and sizes in 512-byte sectors. */
 #define RAID_SECTOR_BYTES 512u
 
@@ -96,6 +99,10 @@ struct raid_config {
 	unsigned cache_hold_ms;	   /* a partial stripe waits this long for
 				      the rest before it is written back */
 	char *cache_log;	   /* cache-log=PATH (cache=log) */
+	/* Stripe gathering (parity levels): a parked stripe's deadline (0:
+	 * no gathering) and the grace for the client's next request, µs. */
+	uint64_t gather_wait_us;
+	uint64_t gather_grace_us;
 	struct raid_config_sources *sources; /* NULL until a key is set */
 };
 

@@ -37,6 +37,7 @@
 #include "cache.h"
 #include "control.h"
 #include "events.h"
+#include "gather.h"
 #include "io/batch.h"
 #include "io/bounce.h"
 #include "io/fault.h"
@@ -465,6 +466,32 @@ write_rmw(struct raid_array *a, const void *buf, uint64_t count, uint64_t off,
 	return r;
 }
 
+/* Write buf to [off, off+count) now: stripe gathering's way through. */
+static int
+write_direct(struct raid_array *a, uint32_t flags, const void *buf,
+	     uint64_t count, uint64_t off, uint64_t *changed, uint64_t *repair)
+{
+	return write_pieces(a, IO_WRITE, flags, buf, count, off, changed,
+			    repair);
+}
+
+/*
+ * An aligned write's data (buffer aligned for the members): where the
+ * array gathers stripes, its partial stripes may wait for the writes in
+ * flight beside it to make them whole (gather.h).
+ */
+static int
+write_data(struct raid_array *a, const void *buf, uint64_t count, uint64_t off,
+	   uint32_t flags, uint64_t *changed, uint64_t *repair)
+{
+	if (a->gather) {
+		return gather_write(a->gather, a, write_direct, flags, buf,
+				    count, off, changed, repair);
+	}
+	return write_pieces(a, IO_WRITE, flags, buf, count, off, changed,
+			    repair);
+}
+
 /* An aligned write, bounced if O_DIRECT members need a better buffer. */
 static int
 write_aligned(struct raid_array *a, const void *buf, uint64_t count,
@@ -474,15 +501,14 @@ write_aligned(struct raid_array *a, const void *buf, uint64_t count,
 	int r;
 
 	if (IS_ALIGNED((uintptr_t)buf, a->mem_align)) {
-		return write_pieces(a, IO_WRITE, flags, buf, count, off,
-				    changed, repair);
+		return write_data(a, buf, count, off, flags, changed, repair);
 	}
 	bb = bounce_get(BOUNCE_IO, count, a->mem_align);
 	if (!bb) {
 		return -ENOMEM;
 	}
 	memcpy(bb, buf, count);
-	r = write_pieces(a, IO_WRITE, flags, bb, count, off, changed, repair);
+	r = write_data(a, bb, count, off, flags, changed, repair);
 	bounce_put(BOUNCE_IO);
 	return r;
 }
@@ -512,7 +538,8 @@ repair_after_write(struct raid_array *a, uint64_t count, uint64_t off,
  * A write of any shape, any buffer.  It holds its range in write_lock:
  * shared, or exclusive for the read-patch-write of an unaligned write to
  * O_DIRECT members, so that no other write lands in its edge blocks in
- * between, nor a read error's repair rewrites old bytes over it.
+ * between, nor a read error's repair rewrites old bytes over it.  Stripe
+ * gathering counts it in flight throughout.
  */
 static int
 array_write_any(struct raid_array *a, const void *buf, uint64_t count,
@@ -520,14 +547,21 @@ array_write_any(struct raid_array *a, const void *buf, uint64_t count,
 {
 	bool rmw = !IS_ALIGNED(off | count, a->io_align);
 	uint64_t changed = 0, repair = 0;
+	struct gather_flight fl;
 	struct range_req lk;
 	int r;
 
+	if (a->gather) {
+		gather_enter(a->gather, &fl, off, count, !rmw);
+	}
 	range_lock(&a->write_lock, &lk, ROUND_DOWN(off, a->io_align),
 		   ROUND_UP(off + count, a->io_align), rmw);
 	r = rmw ? write_rmw(a, buf, count, off, flags, &changed, &repair)
 		: write_aligned(a, buf, count, off, flags, &changed, &repair);
 	range_unlock(&a->write_lock, &lk);
+	if (a->gather) {
+		gather_leave(a->gather, &fl);
+	}
 	if (repair) {
 		repair_after_write(a, count, off, repair);
 	}
@@ -1091,6 +1125,7 @@ static void
 array_free(struct raid_array *a)
 {
 	sync_free(a->sync);
+	gather_free(a->gather);
 	range_lock_destroy(&a->write_lock);
 	stripe_locks_destroy(&a->stripe_locks);
 	pthread_mutex_destroy(&a->fail_lock);
@@ -1134,6 +1169,28 @@ array_geometry(struct raid_array *a, const struct raid_config *cfg,
 	return r;
 }
 
+/*
+ * Parity levels gather the partial stripes of writes in flight (gather.h)
+ * unless gather-wait=0; parked writes must not hold an exclusive range
+ * request back, so write_lock tells the table when one waits.
+ */
+static int
+array_gather(struct raid_array *a, const struct raid_config *cfg)
+{
+	if (!a->layout->stripe_pieces || cfg->gather_wait_us == 0) {
+		return 0;
+	}
+	a->gather = gather_new(a->write_piece_bytes, a->mem_align,
+			       cfg->gather_wait_us * 1000,
+			       cfg->gather_grace_us * 1000);
+	if (!a->gather) {
+		return -ENOMEM;
+	}
+	a->write_lock.excl_wait = gather_exclusive_wait;
+	a->write_lock.excl_ctx = a->gather;
+	return 0;
+}
+
 int
 array_create(const struct raid_config *cfg, struct raid_member *members,
 	     unsigned nr, const uint64_t *data_offsets, struct raid_array **out)
@@ -1168,6 +1225,11 @@ array_create(const struct raid_config *cfg, struct raid_member *members,
 	a->write_piece_bytes = a->layout->stripe_pieces
 				       ? a->g.stripe_chunks << a->g.chunk_shift
 				       : a->chunk_bytes;
+	r = array_gather(a, cfg);
+	if (r < 0) {
+		array_free(a);
+		return r;
+	}
 	*out = a;
 	return 0;
 }

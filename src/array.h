@@ -11,6 +11,9 @@
  *                reading the good bytes and rewriting them.  First come,
  *                first served (range_lock.h).  Other reads take nothing.
  *   stripe_locks RAID 5: a stripe's data and parity (stripe_lock.h).
+ *   gather       parity levels: the parked partial-stripe pieces of
+ *                writes in flight (gather.h), a leaf lock taken inside a
+ *                write's range; never held across I/O.
  *   fail_lock    member state changes (member.h: state), `broken`,
  *                `reason` and the spares; taken by the data path only
  *                when a member I/O has failed, and by the control calls.
@@ -60,6 +63,7 @@ struct raid_array {
 	bool owns_members;	      /* raid_close() closes them */
 	struct range_lock write_lock; /* see above */
 	struct stripe_locks stripe_locks;
+	struct gather *gather;	/* stripe gathering, or NULL (gather.h) */
 	struct raid_meta *meta; /* md superblocks; NULL in raw mode */
 	struct state_thread state;
 

@@ -456,6 +456,53 @@ set_cache_log(struct raid_config *c, const char *v)
 	return set_string(&c->cache_log, "cache-log", v);
 }
 
+/*
+ * A duration in microseconds: a whole number with a unit, us, ms or s
+ * ("200us", "20ms"), or a bare number of microseconds; at most 10 s.
+ */
+static int
+parse_micros(const char *key, const char *v, uint64_t *out)
+{
+	static const struct {
+		const char *unit;
+		uint64_t us;
+	} units[] = { { "", 1 },
+		      { "us", 1 },
+		      { "ms", 1000 },
+		      { "s", 1000000 } };
+	size_t digits = strspn(v, "0123456789");
+	uint64_t n = 0;
+
+	for (unsigned i = 0; digits && digits <= 9 && i < ARRAY_SIZE(units);
+	     i++) {
+		if (strcmp(v + digits, units[i].unit) == 0) {
+			n = strtoull(v, NULL, 10) * units[i].us;
+			if (n <= 10000000) {
+				*out = n;
+				return 0;
+			}
+		}
+	}
+	raid_error(
+		"%s '%s': must be a duration up to 10s, as 200us, 20ms or 1s (a bare number is microseconds)",
+		key, v);
+	return -EINVAL;
+}
+
+/* gather-wait=: a parked partial stripe's deadline; 0 turns gathering off. */
+static int
+set_gather_wait(struct raid_config *c, const char *v)
+{
+	return parse_micros("gather-wait", v, &c->gather_wait_us);
+}
+
+/* gather-grace=: how long to wait for the client's next write. */
+static int
+set_gather_grace(struct raid_config *c, const char *v)
+{
+	return parse_micros("gather-grace", v, &c->gather_grace_us);
+}
+
 static const struct option options[] = {
 	{ "level", set_level, false, "level=0|1|5|10",
 	  "RAID level (required)." },
@@ -531,6 +578,15 @@ static const struct option options[] = {
 	  "cache=log: the log file or device.  With another cache (or\n"
 	  "none): the log the array had, refused while it holds\n"
 	  "records (force=true drops them)." },
+	{ "gather-wait", set_gather_wait, false, "gather-wait=TIME",
+	  "RAID 5: writes in flight that make whole stripes\n"
+	  "between them are written as whole stripes; a partial\n"
+	  "stripe waits at most TIME for them (default 20ms;\n"
+	  "0: no gathering; docs/gather.md)." },
+	{ "gather-grace", set_gather_grace, false, "gather-grace=TIME",
+	  "RAID 5: once every write in flight waits for its\n"
+	  "stripes, how long they wait for the client's next\n"
+	  "request (default 200us)." },
 };
 #define NR_OPTIONS (sizeof(options) / sizeof(options[0]))
 _Static_assert(NR_OPTIONS <= MAX_OPTIONS, "sources.from[] holds every row");
@@ -602,6 +658,8 @@ raid_config_init(struct raid_config *c)
 	c->cache_size = RAID_CACHE_DEFAULT_SIZE;
 	c->cache_seq_cutoff = RAID_CACHE_DEFAULT_CUTOFF;
 	c->cache_hold_ms = RAID_CACHE_DEFAULT_HOLD_MS;
+	c->gather_wait_us = RAID_GATHER_WAIT_US;
+	c->gather_grace_us = RAID_GATHER_GRACE_US;
 }
 
 /* The bookkeeping, made on the first key set. */

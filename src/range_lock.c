@@ -16,6 +16,8 @@ range_lock_init(struct range_lock *l)
 	pthread_mutex_init(&l->mu, NULL);
 	pthread_cond_init(&l->changed, NULL);
 	l->head = l->tail = NULL;
+	l->excl_wait = NULL;
+	l->excl_ctx = NULL;
 }
 
 void
@@ -47,6 +49,8 @@ void
 range_lock(struct range_lock *l, struct range_req *r, uint64_t lo, uint64_t hi,
 	   bool exclusive)
 {
+	bool told = false;
+
 	*r = (struct range_req){ .lo = lo, .hi = hi, .exclusive = exclusive };
 	pthread_mutex_lock(&l->mu);
 	r->prev = l->tail;
@@ -56,11 +60,20 @@ range_lock(struct range_lock *l, struct range_req *r, uint64_t lo, uint64_t hi,
 		l->head = r;
 	}
 	l->tail = r;
+	if (exclusive && l->excl_wait && !grantable(r)) {
+		pthread_mutex_unlock(&l->mu);
+		l->excl_wait(l->excl_ctx, 1);
+		told = true;
+		pthread_mutex_lock(&l->mu);
+	}
 	while (!grantable(r)) {
 		pthread_cond_wait(&l->changed, &l->mu);
 	}
 	r->granted = true;
 	pthread_mutex_unlock(&l->mu);
+	if (told) {
+		l->excl_wait(l->excl_ctx, -1);
+	}
 }
 
 void

@@ -40,6 +40,15 @@ struct range_lock {
 	pthread_mutex_t mu;
 	pthread_cond_t changed;
 	struct range_req *head, *tail;
+	/*
+	 * Optional, set before the lock is used: called without mu held when
+	 * an exclusive request has to wait (+1), and once it is granted
+	 * after waiting (-1).  Stripe gathering (gather.h) parks writes that
+	 * hold their ranges shared, and must not keep such a request (and
+	 * everything queued behind it) waiting.
+	 */
+	void (*excl_wait)(void *ctx, int delta);
+	void *excl_ctx;
 };
 
 void range_lock_init(struct range_lock *l);

@@ -15,6 +15,7 @@
 #include "array.h"
 #include "cache.h"
 #include "events.h"
+#include "gather.h"
 #include "log.h"
 #include "sync.h"
 #include "util.h"
@@ -114,6 +115,7 @@ raid_status(struct raid_array *a, struct raid_status *st)
 		ms->corrected_reads = atomic_load(&m->corrected_reads);
 	}
 	sync_status(a, st);
+	gather_stats(a->gather, &st->gather);
 	for (unsigned k = 0; k < RAID_REQ_KINDS; k++) {
 		st->io[k].requests = atomic_load(&a->io[k].requests);
 		st->io[k].bytes = atomic_load(&a->io[k].bytes);

@@ -133,6 +133,31 @@ io_object(const struct raid_status *st)
 	return io;
 }
 
+/* What stripe gathering did, or null where the array does not gather. */
+static bool
+add_gather(struct json_object *o, const struct raid_status *st)
+{
+	const struct raid_gather_stats *g = &st->gather;
+	struct json_object *v;
+	bool ok;
+
+	if (!g->enabled) {
+		return json_object_object_add(o, "gather", NULL) == 0;
+	}
+	v = json_object_new_object();
+	ok = v && add(o, "gather", v);
+	ok = ok && add(v, "wait_us", json_object_new_uint64(g->wait_us));
+	ok = ok && add(v, "grace_us", json_object_new_uint64(g->grace_us));
+	ok = ok && add(v, "pieces", json_object_new_uint64(g->pieces));
+	ok = ok && add(v, "full", json_object_new_uint64(g->full));
+	ok = ok &&
+	     add(v, "released_idle", json_object_new_uint64(g->released_idle));
+	ok = ok && add(v, "released_timeout",
+		       json_object_new_uint64(g->released_timeout));
+	return ok && add(v, "released_forced",
+			 json_object_new_uint64(g->released_forced));
+}
+
 /* The pass running, or null. */
 static bool
 add_progress(struct json_object *o, const struct raid_status *st)
@@ -297,6 +322,7 @@ status_json_object(const struct raid_status *st)
 	ok = ok && add(o, "reason", json_object_new_string(st->reason));
 	ok = ok && add(o, "members", members_array(st));
 	ok = ok && add(o, "io", io_object(st));
+	ok = ok && add_gather(o, st);
 	ok = ok && add_progress(o, st);
 	ok = ok && add_check_speed(o, st);
 	ok = ok && add_cache(o, st);

@@ -25,6 +25,16 @@
  *   check     the same units, counting the 4K pages that disagree (md's
  *   repair    mismatch_cnt, in sectors); repair rewrites them.
  *
+ * Two workers share each window, where the process may use two CPUs: the
+ * sync thread and its helper (started and stopped with it).  The window's
+ * pieces (recovery: 1 MiB slices of its rows; else check units) are
+ * claimed one at a time, in order, each worker with its own batch,
+ * scratch and pending write; the frontier moves (and a checkpoint may be
+ * written) only once both are done.  A worker that gets no CPU leaves the
+ * rest to the other: the sync thread takes back a share the helper has
+ * not started.  A failure is the one at the earliest piece (a member
+ * gone, -ENODEV, after any other), as one worker would have met it.
+ *
  * Ranges that are holes on every member read are neither read nor
  * written (recovery punches the target there if it is not a hole).
  * Speed: md's rule.  Below speed_min the pass runs flat out; above it, it
@@ -34,6 +44,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -54,9 +65,36 @@
 #define SYNC_BUSY_NS	   (500ull * 1000000ull)  /* clients busy since */
 #define SYNC_RATE_NS	   (3ull * 1000000000ull) /* rate window */
 
+struct pass;
+
+/*
+ * The sync thread's helper: a second worker that claims pieces of each
+ * window with the sync thread, so that a pass bound by the CPU (a
+ * recovery XORing members in memory) uses a second core.  The sync thread
+ * offers it each window, works on the window itself, then waits for the
+ * helper's share (or takes the offer back if the helper never started).
+ */
+struct sync_helper {
+	pthread_t thread;
+	bool running; /* set before the sync thread starts (or a test's pass) */
+	bool alternate; /* tests: every other piece, never taken back */
+	/* Guards the rest: a share posted, its result, stop.  Never held
+	 * across I/O or with another lock. */
+	pthread_mutex_t lock;
+	pthread_cond_t wake; /* with lock: a share posted, done, or stop */
+	bool stop;
+	struct pass *job; /* a share offered (its window in the pass) */
+	uint64_t u0, u1;
+	bool taken; /* ...the helper works on it (else it can be taken back) */
+	bool done;  /* ...done: result is its 0 or -errno */
+	int result;
+	uint64_t pieces; /* pieces done in all (tests: it took part) */
+};
+
 struct sync_state {
 	pthread_t thread;
 	bool running;
+	struct sync_helper helper;
 	/*
 	 * Guards everything below: the requests (stop, want, abort), the
 	 * speeds, the progress and the last check's report.  Never held
@@ -103,6 +141,8 @@ sync_new(void)
 	}
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->wake, NULL);
+	pthread_mutex_init(&s->helper.lock, NULL);
+	pthread_cond_init(&s->helper.wake, NULL);
 	s->speed_min = RAID_SYNC_SPEED_MIN;
 	s->speed_max = RAID_SYNC_SPEED_MAX;
 	s->window = SYNC_WINDOW;
@@ -116,6 +156,8 @@ sync_free(struct sync_state *s)
 	if (!s) {
 		return;
 	}
+	pthread_cond_destroy(&s->helper.wake);
+	pthread_mutex_destroy(&s->helper.lock);
 	pthread_cond_destroy(&s->wake);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
@@ -302,6 +344,29 @@ raid_sync_stop(struct raid_array *a)
 
 /* ---- one pass -------------------------------------------------------- */
 
+/*
+ * A worker's part of a pass: the sync thread's (w[0]) or its helper's
+ * (w[1]), each with its own batch, scratch and pending write, so that the
+ * two share nothing but the window they work in.
+ */
+struct worker {
+	struct batch b;
+	uint8_t *mem; /* scratch: (members + 1) slices, or a check unit's */
+	/* Recovery: the slice rebuilt last, written with the next one's
+	 * reads (pend_len 0: none); which of two buffers a mirror reads into.
+	 */
+	const uint8_t *pend_buf;
+	uint64_t pend_off;
+	uint32_t pend_len;
+	unsigned flip;
+	uint64_t pend_piece; /* ...its piece of the window */
+	bool pend_queued;    /* ...queued in the batch to run next */
+	uint64_t at;	     /* the piece of the window it works on */
+	uint64_t mismatch;   /* check, repair: bytes found in this window */
+	uint64_t pieces;     /* pieces done in this window */
+	uint64_t claims;     /* alternate: pieces claimed in this window */
+};
+
 struct pass {
 	struct raid_array *a;
 	struct sync_state *s;
@@ -315,15 +380,13 @@ struct pass {
 	uint64_t io_seen;     /* client requests at the last look */
 	uint64_t io_moved_ns; /* when they were last seen to move */
 	unsigned last_tenth;  /* progress logged at every 10 % */
-	struct batch b;
-	uint8_t *mem; /* scratch: (members + 1) slices */
-	/* Recovery: the slice rebuilt last, written with the next one's
-	 * reads (pend_len 0: none); which of two buffers a mirror reads into.
-	 */
-	const uint8_t *pend_buf;
-	uint64_t pend_off;
-	uint32_t pend_len;
-	unsigned flip;
+	unsigned workers;     /* 2: the helper claims pieces too */
+	bool alternate;	      /* the helper's mode (sync_start_helper) */
+	struct worker w[2];
+	/* The window's first failed piece (UINT64_MAX: none): a worker stops
+	 * at a piece after it (the window fails anyway). */
+	_Atomic uint64_t failed_piece;
+	_Atomic uint64_t next_piece; /* the window's next piece to claim */
 };
 
 static uint64_t
@@ -376,12 +439,16 @@ is_hole(struct raid_member *m, uint64_t off, uint64_t len)
  * (its reads are never queued).  0 or -errno.
  */
 static int
-rebuild_run(struct pass *p)
+rebuild_run(struct pass *p, struct worker *w)
 {
-	int r = batch_run(&p->b);
+	int r = batch_run(&w->b);
 
-	if (r < 0 && ((batch_failed_writes(&p->b) >> p->role) & 1)) {
-		array_fail_seen(p->a, (unsigned)p->role, p->b.gen[p->role],
+	if (r < 0 && w->pend_queued) {
+		w->at = w->pend_piece; /* the earlier piece of the two */
+	}
+	w->pend_queued = false;
+	if (r < 0 && ((batch_failed_writes(&w->b) >> p->role) & 1)) {
+		array_fail_seen(p->a, (unsigned)p->role, w->b.gen[p->role],
 				"write error during recovery", FAIL_WRITE);
 	}
 	return r;
@@ -389,53 +456,55 @@ rebuild_run(struct pass *p)
 
 /* Queue the write of the slice rebuilt last, if any. */
 static int
-queue_pending(struct pass *p)
+queue_pending(struct pass *p, struct worker *w)
 {
 	struct raid_member *t = &p->a->members[p->role];
 	int r = 0;
 
-	if (p->pend_len) {
-		r = batch_write(&p->b, t, p->pend_buf, p->pend_len, p->pend_off,
+	if (w->pend_len) {
+		r = batch_write(&w->b, t, w->pend_buf, w->pend_len, w->pend_off,
 				0);
-		p->pend_len = 0;
+		w->pend_len = 0;
+		w->pend_queued = true;
 	}
 	return r;
 }
 
 /* Write the slice rebuilt last now (the end of a window, a hole). */
 static int
-drain_pending(struct pass *p)
+drain_pending(struct pass *p, struct worker *w)
 {
 	int r;
 
-	if (!p->pend_len) {
+	if (!w->pend_len) {
 		return 0;
 	}
-	r = queue_pending(p);
+	r = queue_pending(p, w);
 	if (r < 0) {
-		batch_reset(&p->b);
+		batch_reset(&w->b);
+		w->pend_queued = false;
 		return r;
 	}
-	return rebuild_run(p);
+	return rebuild_run(p, w);
 }
 
 /*
  * Rebuild [in, in+len) of row `row` of the member being rebuilt from the
  * others: the XOR of the row (parity levels), or a copy of the chunk it
- * holds.  The rebuilt bytes are written with the next slice's reads (the
- * two overlap where the backend runs a batch's I/O at once: io_uring), or
- * by drain_pending at the end of the window; a mirror's copy is written
- * from the buffer it was read into (two buffers in turn).  0, or -errno
- * (a source that cannot be read: logged).
+ * holds.  The rebuilt bytes are written with the worker's next slice's
+ * reads (the two overlap where the backend runs a batch's I/O at once:
+ * io_uring), or by drain_pending at the end of its share of the window; a
+ * mirror's copy is written from the buffer it was read into (two buffers
+ * in turn).  0, or -errno (a source that cannot be read: logged).
  */
 static int
-rebuild_slice(struct pass *p, uint64_t row, uint64_t chunk_no, uint32_t in,
-	      uint32_t len)
+rebuild_slice(struct pass *p, struct worker *w, uint64_t row, uint64_t chunk_no,
+	      uint32_t in, uint32_t len)
 {
 	struct raid_array *a = p->a;
 	struct raid_member *t = &a->members[p->role];
 	struct raid_loc tl = { (unsigned)p->role, row }, locs[RAID_MAX_COPIES];
-	uint8_t *out = p->mem + (size_t)a->nr_members * SYNC_SLICE;
+	uint8_t *out = w->mem + (size_t)a->nr_members * SYNC_SLICE;
 	struct raid_member *src[RAID_MAX_MEMBERS];
 	uint64_t src_off[RAID_MAX_MEMBERS];
 	void *bufs[RAID_MAX_MEMBERS];
@@ -475,57 +544,124 @@ rebuild_slice(struct pass *p, uint64_t row, uint64_t chunk_no, uint32_t in,
 		return -EIO;
 	}
 	if (holes) {
-		r = drain_pending(p);
+		r = drain_pending(p, w);
 		if (r < 0 ||
 		    is_hole(t, geom_member_offset(&a->g, &tl, in), len)) {
 			return r;
 		}
-		r = batch_discard(&p->b, t, IO_PUNCH, len,
+		r = batch_discard(&w->b, t, IO_PUNCH, len,
 				  geom_member_offset(&a->g, &tl, in));
-		return r < 0 ? r : batch_run_discard(&p->b);
+		return r < 0 ? r : batch_run_discard(&w->b);
 	}
-	p->flip ^= 1;
+	w->flip ^= 1;
 	for (unsigned j = 0; j < k && r == 0; j++) {
-		bufs[j] = p->mem +
-			  (size_t)(a->layout->stripe_pieces ? j : p->flip) *
+		bufs[j] = w->mem +
+			  (size_t)(a->layout->stripe_pieces ? j : w->flip) *
 				  SYNC_SLICE;
-		r = batch_read(&p->b, src[j], bufs[j], len, src_off[j]);
+		r = batch_read(&w->b, src[j], bufs[j], len, src_off[j]);
 	}
-	r = r < 0 ? r : queue_pending(p);
+	r = r < 0 ? r : queue_pending(p, w);
 	if (r < 0) {
-		batch_reset(&p->b);
+		batch_reset(&w->b);
+		w->pend_queued = false;
 		return r;
 	}
-	r = rebuild_run(p);
+	r = rebuild_run(p, w);
 	if (r < 0) {
 		return r;
 	}
 	if (a->layout->stripe_pieces) {
 		r = parity_xor(out, bufs, k, len);
-		p->pend_buf = out;
+		w->pend_buf = out;
 	} else {
-		p->pend_buf = bufs[0];
+		w->pend_buf = bufs[0];
 	}
-	p->pend_off = geom_member_offset(&a->g, &tl, in);
-	p->pend_len = r == 0 ? len : 0;
+	w->pend_off = geom_member_offset(&a->g, &tl, in);
+	w->pend_len = r == 0 ? len : 0;
+	w->pend_piece = w->at;
 	return r;
 }
 
-/* Rebuild row `row`: 0, 1 when the row holds nothing, or -errno. */
+/*
+ * Claim the window's next piece (w->at), or with `alternate` (tests) the
+ * worker's next of every other one: false once none is worth doing,
+ * another worker having failed at an earlier one.
+ */
+static bool
+claim(struct pass *p, struct worker *w)
+{
+	if (p->alternate) {
+		w->at = w->claims++ * 2 + (w == &p->w[1]);
+	} else {
+		w->at = atomic_fetch_add(&p->next_piece, 1);
+	}
+	return w->at < atomic_load(&p->failed_piece);
+}
+
+/* Worker w failed at its piece: the window's first failure, if earliest. */
+static void
+note_failure(struct pass *p, struct worker *w)
+{
+	uint64_t first = atomic_load(&p->failed_piece);
+
+	while (w->at < first &&
+	       !atomic_compare_exchange_weak(&p->failed_piece, &first, w->at)) {
+	}
+}
+
+/*
+ * A worker's share of units [u0, u1), the window held exclusive: the
+ * pieces it claims, in order, until none is left.  The window's pieces
+ * are numbered in order: recovery, the slices of its rows (rows that hold
+ * nothing have none); the other passes, its check units.  Claimed one at
+ * a time, so that a worker that gets no CPU leaves the rest to the other.
+ * 0 or -errno (w->at: the piece it failed at).
+ */
 static int
-rebuild_row(struct pass *p, uint64_t row)
+share(struct pass *p, struct worker *w, uint64_t u0, uint64_t u1)
 {
 	struct raid_array *a = p->a;
-	uint64_t chunk_no, len;
+	uint64_t first = 0; /* the first piece of unit u */
+	bool more = claim(p, w);
 	int r = 0;
 
-	if (!a->layout->unmap(&a->g, (unsigned)p->role, row, &chunk_no)) {
-		return 1;
+	for (uint64_t u = u0; u < u1 && more && r == 0; u++) {
+		uint64_t chunk_no = 0, len = 0, n = 1;
+
+		if (p->kind == RAID_SYNC_RECOVERY) {
+			if (!a->layout->unmap(&a->g, (unsigned)p->role, u,
+					      &chunk_no)) {
+				continue; /* the row holds nothing */
+			}
+			len = MIN(a->chunk_bytes,
+				  a->member_bytes - u * a->chunk_bytes);
+			n = DIV_ROUND_UP(len, SYNC_SLICE);
+		}
+		while (more && r == 0 && w->at < first + n) {
+			uint64_t in = (w->at - first) * SYNC_SLICE;
+
+			if (p->kind == RAID_SYNC_RECOVERY) {
+				r = rebuild_slice(
+					p, w, u, chunk_no, (uint32_t)in,
+					(uint32_t)MIN(SYNC_SLICE, len - in));
+			} else {
+				r = check_unit(a, &w->b, u,
+					       p->kind != RAID_SYNC_CHECK,
+					       w->mem, &w->mismatch);
+				r = r > 0 ? 0 : r;
+			}
+			w->pieces++;
+			more = r == 0 && claim(p, w);
+		}
+		first += n;
 	}
-	len = MIN(a->chunk_bytes, a->member_bytes - row * a->chunk_bytes);
-	for (uint64_t in = 0; in < len && r == 0; in += SYNC_SLICE) {
-		r = rebuild_slice(p, row, chunk_no, (uint32_t)in,
-				  (uint32_t)MIN(SYNC_SLICE, len - in));
+	if (p->kind == RAID_SYNC_RECOVERY) {
+		/* The last slice's write, before the window is let go. */
+		r = r == 0 ? drain_pending(p, w) : r;
+		w->pend_len = 0;
+	}
+	if (r < 0) {
+		note_failure(p, w);
 	}
 	return r;
 }
@@ -583,8 +719,8 @@ checkpoint(struct pass *p, uint64_t u, bool final)
 		return 0;
 	}
 	if (p->kind == RAID_SYNC_RECOVERY) {
-		r = batch_flush(&p->b, &a->members[p->role]);
-		r = r < 0 ? r : batch_run(&p->b);
+		r = batch_flush(&p->w[0].b, &a->members[p->role]);
+		r = r < 0 ? r : batch_run(&p->w[0].b);
 		if (r < 0) {
 			return r;
 		}
@@ -706,7 +842,70 @@ throttle(struct pass *p, uint64_t start_ns, uint64_t done)
 	}
 }
 
-/* Process units [u0, u1) of the pass, the window held exclusive. */
+/*
+ * The window's error from its two workers': a cause before a consequence
+ * (-ENODEV: the member failed meanwhile, maybe by the other worker's
+ * write error), then the one at the earlier piece, as one worker going
+ * in order would have met it.
+ */
+static int
+window_error(const struct pass *p, int r0, int r1)
+{
+	if (r0 == 0 || r1 == 0) {
+		return r0 ? r0 : r1;
+	}
+	if ((r0 == -ENODEV) != (r1 == -ENODEV)) {
+		return r0 == -ENODEV ? r1 : r0;
+	}
+	return p->w[1].at < p->w[0].at ? r1 : r0;
+}
+
+/* Offer the helper a share of window [u0, u1). */
+static void
+helper_post(struct pass *p, uint64_t u0, uint64_t u1)
+{
+	struct sync_helper *h = &p->s->helper;
+
+	pthread_mutex_lock(&h->lock);
+	h->job = p;
+	h->u0 = u0;
+	h->u1 = u1;
+	h->taken = false;
+	h->done = false;
+	pthread_cond_broadcast(&h->wake);
+	pthread_mutex_unlock(&h->lock);
+}
+
+/*
+ * The window's pieces are all claimed: wait for the helper's share, its 0
+ * or -errno; or, if it has not started on it yet, take the offer back
+ * (not with `alternate`: half the pieces are the helper's).
+ */
+static int
+helper_finish(struct pass *p)
+{
+	struct sync_helper *h = &p->s->helper;
+	int r = 0;
+
+	pthread_mutex_lock(&h->lock);
+	if (!h->taken && !p->alternate) {
+		h->job = NULL;
+	} else {
+		while (!h->done) {
+			pthread_cond_wait(&h->wake, &h->lock);
+		}
+		r = h->result;
+	}
+	h->done = false;
+	pthread_mutex_unlock(&h->lock);
+	return r;
+}
+
+/*
+ * Process units [u0, u1) of the pass, the window held exclusive: with the
+ * helper, both workers claim its pieces; the window is done when both
+ * are.  A failure is the one at the earliest piece, as on one thread.
+ */
 static int
 window(struct pass *p, uint64_t u0, uint64_t u1)
 {
@@ -720,20 +919,21 @@ window(struct pass *p, uint64_t u0, uint64_t u1)
 		range_lock(&a->write_lock, &lk, ROUND_DOWN(lo, a->io_align),
 			   ROUND_UP(hi, a->io_align), true);
 	}
-	for (uint64_t u = u0; u < u1 && r == 0; u++) {
-		if (p->kind == RAID_SYNC_RECOVERY) {
-			r = rebuild_row(p, u);
-			r = r > 0 ? 0 : r;
-		} else {
-			r = check_unit(a, &p->b, u, p->kind != RAID_SYNC_CHECK,
-				       p->mem, &p->mismatch);
-			r = r > 0 ? 0 : r;
-		}
+	atomic_store(&p->failed_piece, UINT64_MAX);
+	atomic_store(&p->next_piece, 0);
+	for (unsigned i = 0; i < 2; i++) {
+		p->w[i].pieces = p->w[i].claims = 0;
 	}
-	if (p->kind == RAID_SYNC_RECOVERY) {
-		/* The last slice's write, before the window is let go. */
-		r = r == 0 ? drain_pending(p) : r;
-		p->pend_len = 0;
+	if (p->workers > 1) {
+		helper_post(p, u0, u1);
+	}
+	r = share(p, &p->w[0], u0, u1);
+	if (p->workers > 1) {
+		r = window_error(p, r, helper_finish(p));
+	}
+	for (unsigned i = 0; i < p->workers; i++) {
+		p->mismatch += p->w[i].mismatch;
+		p->w[i].mismatch = 0;
 	}
 	if (r == 0 && p->kind == RAID_SYNC_RECOVERY) {
 		/* Readable up to here from now on: after the writes. */
@@ -804,9 +1004,9 @@ recovery_done(struct pass *p)
 {
 	struct raid_array *a = p->a;
 	struct raid_member *m = &a->members[p->role];
-	int r = batch_flush(&p->b, m);
+	int r = batch_flush(&p->w[0].b, m);
 
-	r = r < 0 ? r : batch_run(&p->b);
+	r = r < 0 ? r : batch_run(&p->w[0].b);
 	if (r < 0) {
 		return r;
 	}
@@ -879,6 +1079,52 @@ pass_end(struct pass *p, uint64_t u, int r)
 	return r;
 }
 
+/* Is the helper there to share the windows?  In which mode? */
+static bool
+helper_running(struct sync_state *s, bool *alternate)
+{
+	bool running;
+
+	pthread_mutex_lock(&s->helper.lock);
+	running = s->helper.running && !s->helper.stop;
+	*alternate = running && s->helper.alternate;
+	pthread_mutex_unlock(&s->helper.lock);
+	return running;
+}
+
+/* The workers' batches and scratch: the helper's only if it runs. */
+static int
+workers_init(struct pass *p)
+{
+	struct raid_array *a = p->a;
+	size_t mem = MAX(check_unit_mem(a),
+			 (size_t)(a->nr_members + 1) * SYNC_SLICE);
+
+	p->workers = helper_running(p->s, &p->alternate) ? 2 : 1;
+	for (unsigned i = 0; i < p->workers; i++) {
+		if (posix_memalign((void **)&p->w[i].mem, IO_BUF_ALIGN, mem) !=
+		    0) {
+			if (i == 0) {
+				return -ENOMEM;
+			}
+			p->workers = 1; /* one worker will do */
+			p->alternate = false;
+			break;
+		}
+		batch_init(&p->w[i].b);
+	}
+	return 0;
+}
+
+static void
+workers_fini(struct pass *p)
+{
+	for (unsigned i = 0; i < p->workers; i++) {
+		batch_fini(&p->w[i].b);
+		free(p->w[i].mem);
+	}
+}
+
 static int
 run_pass(struct raid_array *a, enum raid_sync_kind kind, int role)
 {
@@ -892,12 +1138,9 @@ run_pass(struct raid_array *a, enum raid_sync_kind kind, int role)
 	if (kind == RAID_SYNC_RECOVERY && a->layout->size_unit) {
 		p.units = DIV_ROUND_UP(a->member_bytes, a->chunk_bytes);
 	}
-	if (posix_memalign((void **)&p.mem, IO_BUF_ALIGN,
-			   MAX(check_unit_mem(a), (size_t)(a->nr_members + 1) *
-							  SYNC_SLICE)) != 0) {
+	if (workers_init(&p) < 0) {
 		return -ENOMEM;
 	}
-	batch_init(&p.b);
 	pthread_mutex_lock(&p.s->lock);
 	per = MAX(1, p.s->window / p.unit_bytes);
 	pthread_mutex_unlock(&p.s->lock);
@@ -933,8 +1176,7 @@ run_pass(struct raid_array *a, enum raid_sync_kind kind, int role)
 		}
 	}
 	r = pass_end(&p, u, r);
-	batch_fini(&p.b);
-	free(p.mem);
+	workers_fini(&p);
 	return r;
 }
 
@@ -1014,6 +1256,110 @@ sync_main(void *arg)
 	return NULL;
 }
 
+/* The helper: the shares of the windows posted to it, until stopped. */
+static void *
+helper_main(void *arg)
+{
+	struct sync_helper *h = arg;
+
+	pthread_mutex_lock(&h->lock);
+	for (;;) {
+		struct pass *p;
+		uint64_t u0, u1;
+		int r;
+
+		while (!h->stop && !h->job) {
+			pthread_cond_wait(&h->wake, &h->lock);
+		}
+		if (!h->job) {
+			break; /* stopped, nothing posted */
+		}
+		p = h->job;
+		u0 = h->u0;
+		u1 = h->u1;
+		h->taken = true;
+		pthread_mutex_unlock(&h->lock);
+		r = share(p, &p->w[1], u0, u1);
+		pthread_mutex_lock(&h->lock);
+		h->pieces += p->w[1].pieces;
+		h->job = NULL;
+		h->taken = false;
+		h->result = r;
+		h->done = true;
+		pthread_cond_broadcast(&h->wake);
+	}
+	pthread_mutex_unlock(&h->lock);
+	return NULL;
+}
+
+int
+sync_start_helper(struct raid_array *a, bool alternate)
+{
+	struct sync_helper *h;
+	int r;
+
+	if (!a->sync || a->sync->helper.running) {
+		return 0;
+	}
+	h = &a->sync->helper;
+	h->stop = false;
+	h->alternate = alternate;
+	r = -pthread_create(&h->thread, NULL, helper_main, h);
+	if (r < 0) {
+		raid_error("starting the sync thread's helper: %s",
+			   strerror(-r));
+		return r;
+	}
+	pthread_mutex_lock(&h->lock);
+	h->running = true;
+	pthread_mutex_unlock(&h->lock);
+	return 0;
+}
+
+static void
+helper_stop(struct sync_state *s)
+{
+	struct sync_helper *h = &s->helper;
+
+	if (!h->running) {
+		return;
+	}
+	pthread_mutex_lock(&h->lock);
+	h->stop = true;
+	pthread_cond_broadcast(&h->wake);
+	pthread_mutex_unlock(&h->lock);
+	pthread_join(h->thread, NULL);
+	pthread_mutex_lock(&h->lock);
+	h->running = false;
+	pthread_mutex_unlock(&h->lock);
+}
+
+uint64_t
+sync_helper_pieces(struct raid_array *a)
+{
+	struct sync_helper *h = &a->sync->helper;
+	uint64_t n;
+
+	pthread_mutex_lock(&h->lock);
+	n = h->pieces;
+	pthread_mutex_unlock(&h->lock);
+	return n;
+}
+
+/* CPUs this process may run on. */
+static unsigned
+cpus_usable(void)
+{
+	cpu_set_t set;
+	long n;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+		return (unsigned)CPU_COUNT(&set);
+	}
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (unsigned)n : 1;
+}
+
 int
 sync_start(struct raid_array *a)
 {
@@ -1023,10 +1369,16 @@ sync_start(struct raid_array *a)
 	if (!s || s->running) {
 		return 0;
 	}
+	/* A second core for the passes, if there is one; else (or if it
+	 * cannot start) the sync thread works alone. */
+	if (cpus_usable() > 1 && sync_start_helper(a, false) < 0) {
+		raid_error("the background passes run on one thread");
+	}
 	r = -pthread_create(&s->thread, NULL, sync_main, a);
 	if (r < 0) {
 		raid_error("starting the array's sync thread: %s",
 			   strerror(-r));
+		helper_stop(s);
 		return r;
 	}
 	s->running = true;
@@ -1038,13 +1390,17 @@ sync_stop(struct raid_array *a)
 {
 	struct sync_state *s = a->sync;
 
-	if (!s || !s->running) {
+	if (!s) {
 		return;
 	}
-	pthread_mutex_lock(&s->lock);
-	s->stop = true;
-	pthread_cond_signal(&s->wake);
-	pthread_mutex_unlock(&s->lock);
-	pthread_join(s->thread, NULL);
-	s->running = false;
+	if (s->running) {
+		pthread_mutex_lock(&s->lock);
+		s->stop = true;
+		pthread_cond_signal(&s->wake);
+		pthread_mutex_unlock(&s->lock);
+		pthread_join(s->thread, NULL);
+		s->running = false;
+	}
+	/* After the sync thread: no share is posted any more. */
+	helper_stop(s);
 }

@@ -23,6 +23,18 @@ void sync_free(struct sync_state *s);
  * close: a pass stops at its next window, its checkpoint kept). */
 int sync_start(struct raid_array *a);
 void sync_stop(struct raid_array *a);
+/*
+ * Start only the sync thread's helper, a second worker that claims the
+ * pieces of each window with it (sync_start starts it when the process
+ * may use two CPUs or more); tests then run passes on their own thread
+ * with sync_run_due.  `alternate` (tests): the two take every other piece
+ * (the helper the odd ones) and the sync thread always waits for the
+ * helper's, so that which worker does which piece is fixed.  sync_stop
+ * stops it.  0 or -errno.
+ */
+int sync_start_helper(struct raid_array *a, bool alternate);
+/* Pieces (recovery: slices of rows; else check units) the helper did. */
+uint64_t sync_helper_pieces(struct raid_array *a);
 /* Something changed (a member rebuilding, a scrub asked for): look. */
 void sync_kick(struct raid_array *a);
 /*

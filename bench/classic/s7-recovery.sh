@@ -43,8 +43,13 @@ else
 	: "${R7_LOADS=randread:4k:8 randwrite:4k:8}"
 fi
 R7_SPARSE_PCT=10
+# tmpfs spares and dd's target: "written" (zeros written beforehand: no
+# memory allocated while timed; a sparse recovery punches the holes it
+# keeps) or "blank" (new sparse files, as `truncate -s` makes a spare:
+# recovery and dd allocate the pages they write, nothing is punched).
+: "${R7_SPARE:=written}"
 # Environment: R7_CONFIGS, R7_TMPFS_SIZE, R7_DISK_SIZE, R7_WIN, R7_CAP,
-# R7_LOADS (above; empty: no load runs), R7_ARGS (more plugin settings), NBDRAID (the CLI).
+# R7_LOADS (above; empty: no load runs), R7_SPARE, R7_ARGS (more plugin settings), NBDRAID (the CLI).
 
 R7_CSV_HEAD="medium,rep,config,case,load,speed_min,speed_max,bytes,seconds,done_bytes,total_bytes,finished,total_seconds,before_iops,during_iops,after_iops,before_mbps,during_mbps,after_mbps,srv_cpu,host_cpu,during_seconds,data_pct,rows_pct"
 
@@ -98,6 +103,8 @@ r7_wipe() {
 	if [ "$1" != tmpfs ]; then
 		dd if=/dev/zero of="$2" bs=1M count=4 oflag=direct conv=notrunc status=none ||
 			die "cannot wipe $2"
+	elif [ "$R7_SPARE" = blank ]; then
+		rm -f "$2" && truncate -s "$R7_SIZE" "$2" || die "cannot create $2"
 	else
 		dd if=/dev/zero of="$2" bs=1M count=$(($(to_bytes "$R7_SIZE") / 1048576)) \
 			conv=notrunc status=none || die "cannot write $2"
@@ -277,7 +284,10 @@ r7_dd() {
 	if [ "$medium" = tmpfs ]; then
 		dst=$SHM.r7-dd.img
 		bytes=$(stat -c %s "$src")
-		if [ "$(stat -c %s "$dst" 2>/dev/null)" != "$bytes" ]; then
+		if [ "$R7_SPARE" = blank ]; then
+			SHMFILES+=("$dst")
+			rm -f "$dst" && truncate -s "$bytes" "$dst" || die "cannot create $dst"
+		elif [ "$(stat -c %s "$dst" 2>/dev/null)" != "$bytes" ]; then
 			SHMFILES+=("$dst")
 			rm -f "$dst"
 			dd if=/dev/zero of="$dst" bs=1M count=$((bytes / 1048576)) status=none ||

@@ -346,6 +346,25 @@ print_cache(struct json_object *st)
 	       get(c, "error") ? text(c, "error") : "");
 }
 
+/* What stripe gathering did (RAID 5), if the array gathers. */
+static void
+print_gather(struct json_object *st)
+{
+	struct json_object *g = get(st, "gather");
+
+	if (!g) {
+		return;
+	}
+	printf("  Stripe Gathering : %" PRIu64 " pieces parked, %" PRIu64
+	       " stripes whole; partial %" PRIu64 " idle, %" PRIu64
+	       " timeout, %" PRIu64 " forced (wait %" PRIu64
+	       "us, grace %" PRIu64 "us)\n",
+	       number(g, "pieces"), number(g, "full"),
+	       number(g, "released_idle"), number(g, "released_timeout"),
+	       number(g, "released_forced"), number(g, "wait_us"),
+	       number(g, "grace_us"));
+}
+
 static void
 print_status(const char *path, struct json_object *st)
 {
@@ -371,6 +390,7 @@ print_status(const char *path, struct json_object *st)
 	}
 	print_sync(st);
 	print_cache(st);
+	print_gather(st);
 	print_counts(get(st, "members"));
 	printf("          Metadata : %s\n", text(st, "metadata"));
 	if (get(st, "uuid")) {

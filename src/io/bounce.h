@@ -2,7 +2,9 @@
  * bounce.h: per-thread aligned buffers.  BOUNCE_IO carries a client's data
  * to and from O_DIRECT members, whose buffer alignment nbdkit's own buffers
  * do not meet; BOUNCE_PARITY is RAID 5's scratch for old data and parity
- * (md's per-CPU "scribble").  Both can be in use at once by one request.
+ * (md's per-CPU "scribble"); BOUNCE_GATHER holds a stripe that stripe
+ * gathering (gather.c) builds from parked pieces, while the request's own
+ * data may be in BOUNCE_IO.  All can be in use at once by one request.
  * Each is grown as needed (parity scratch is at most members + 3 column
  * slices of 1 MiB); bounce_put() gives back a slot's memory after an
  * unusually large request so that 16 idle worker threads do not each keep
@@ -16,6 +18,7 @@
 enum bounce_slot {
 	BOUNCE_IO,
 	BOUNCE_PARITY,
+	BOUNCE_GATHER, /* a gathered stripe, built from parked pieces */
 	BOUNCE_SLOTS,
 };
 

@@ -66,17 +66,20 @@ static int
 mem_one(struct io_req *r)
 {
 	struct mem_member *mm = mem_of(r->m);
+	unsigned ops;
 
 	if (mm->delay_us) {
 		usleep(mm->delay_us);
 	}
-	mm->ops++;
-	mm->count[r->op]++;
-	mm->vectored += r->nr_iov > 0;
-	mm->segments += r->nr_iov;
+	/* Counted atomically: threads writing one member at once (stripe
+	 * gathering's writers, the concurrency cases) lose no count. */
+	ops = __atomic_add_fetch(&mm->ops, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&mm->count[r->op], 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&mm->vectored, r->nr_iov > 0, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&mm->segments, r->nr_iov, __ATOMIC_RELAXED);
 	if (mm->fail_always ||
-	    (mm->fail_at && mm->ops >= mm->fail_at &&
-	     mm->ops < mm->fail_at + (mm->fail_times ? mm->fail_times : 1))) {
+	    (mm->fail_at && ops >= mm->fail_at &&
+	     ops < mm->fail_at + (mm->fail_times ? mm->fail_times : 1))) {
 		return -mm->fail_errno;
 	}
 	if (r->off < mm->bad_off + mm->bad_len &&
@@ -104,7 +107,8 @@ mem_one(struct io_req *r)
 		break;
 	case IO_WRITE:
 		mem_copy(mm, r);
-		mm->fua_writes += !!(r->flags & IO_FUA);
+		__atomic_fetch_add(&mm->fua_writes, !!(r->flags & IO_FUA),
+				   __ATOMIC_RELAXED);
 		break;
 	case IO_TRIM:
 	case IO_ZERO:

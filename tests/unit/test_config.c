@@ -142,6 +142,58 @@ test_config_member_size(void **state)
 	raid_config_free(&c);
 }
 
+/* gather-wait= and gather-grace= take durations; defaults; bounds. */
+static void
+test_config_gather_durations(void **state)
+{
+	static const struct {
+		const char *v;
+		uint64_t us; /* UINT64_MAX: refused */
+	} cases[] = {
+		{ "0", 0 },
+		{ "250", 250 },
+		{ "250us", 250 },
+		{ "20ms", 20000 },
+		{ "1s", 1000000 },
+		{ "10s", 10000000 },
+		{ "11s", UINT64_MAX },
+		{ "", UINT64_MAX },
+		{ "ms", UINT64_MAX },
+		{ "-1", UINT64_MAX },
+		{ "2.5ms", UINT64_MAX },
+		{ "5m", UINT64_MAX },
+	};
+	struct raid_config c;
+
+	(void)state;
+	raid_config_init(&c);
+	assert_int_equal(c.gather_wait_us, RAID_GATHER_WAIT_US);
+	assert_int_equal(c.gather_grace_us, RAID_GATHER_GRACE_US);
+	raid_config_free(&c);
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		raid_config_init(&c);
+		c.gather_wait_us = c.gather_grace_us = 7;
+		if (cases[i].us == UINT64_MAX) {
+			assert_int_equal(
+				raid_config_set(&c, "gather-wait", cases[i].v),
+				-EINVAL);
+			assert_non_null(strstr(t_last_error, "gather-wait '"));
+			assert_non_null(strstr(t_last_error, "up to 10s"));
+			assert_int_equal(c.gather_wait_us, 7);
+		} else {
+			assert_int_equal(
+				raid_config_set(&c, "gather-wait", cases[i].v),
+				0);
+			assert_int_equal(
+				raid_config_set(&c, "gather-grace", cases[i].v),
+				0);
+			assert_int_equal(c.gather_wait_us, cases[i].us);
+			assert_int_equal(c.gather_grace_us, cases[i].us);
+		}
+		raid_config_free(&c);
+	}
+}
+
 /* Unknown keys, bad levels and values are refused by name. */
 static void
 test_config_refuses_unknown_and_bad_values(void **state)
@@ -456,6 +508,7 @@ test_config_help_lists_every_key(void **state)
 		"cache=",	"cache-size=",
 		"cache-mode=",	"cache-seq-cutoff=",
 		"cache-hold=",	"cache-log=",
+		"gather-wait=", "gather-grace=",
 	};
 	const char *help = raid_config_help();
 	unsigned usage_lines = 0;
@@ -498,6 +551,7 @@ main(void)
 		cmocka_unit_test_setup(test_config_chunk_bounds, t_setup),
 		cmocka_unit_test_setup(test_config_data_offset, t_setup),
 		cmocka_unit_test_setup(test_config_member_size, t_setup),
+		cmocka_unit_test_setup(test_config_gather_durations, t_setup),
 		cmocka_unit_test_setup(
 			test_config_refuses_unknown_and_bad_values, t_setup),
 		cmocka_unit_test_setup(test_config_refuses_key_twice, t_setup),

@@ -140,9 +140,13 @@ test_sync_recovery_under_load(void **state)
 		assert_int_equal(raid_fail_member(f->a, role, NULL), 0);
 		model_write(f->a, model, buf, f->a->size / 3, CHUNK / 2, 0);
 		blank_rebuilding(f, role);
-		/* Slow enough that the load overlaps it. */
+		/* Slow enough that the load overlaps it; every other case
+		 * with the helper (three rows a window: it may claim some). */
 		assert_int_equal(raid_sync_speed(f->a, 2000, 2000), 0);
-		sync_set_window(f->a, CHUNK);
+		sync_set_window(f->a, k % 2 ? 3 * CHUNK : CHUNK);
+		if (k % 2) {
+			assert_int_equal(sync_start_helper(f->a, false), 0);
+		}
 		assert_int_equal(pthread_create(&thread, NULL, run_sync, f->a),
 				 0);
 		during += load_until(f, model, buf, thread);
@@ -158,6 +162,156 @@ test_sync_recovery_under_load(void **state)
 		free(buf);
 	}
 	assert_true(during > 100 * ARRAY_SIZE(redundant));
+}
+
+/*
+ * A recovery by two workers, the sync thread and its helper
+ * (sync_start_helper), on every level: windows of an odd number of rows,
+ * rows of several slices (a 2 MiB chunk: 1 MiB slices, so the two workers
+ * split one row), a short last row (RAID 1's member-size in sectors).
+ * Each case twice: the helper taking every other piece (so it surely
+ * does its part), then the two claiming pieces as they come.  The rebuilt
+ * member holds exactly what the layout places there.
+ */
+struct helper_case {
+	int level;
+	const char *layout;
+	unsigned n;
+	uint64_t chunk;	      /* 0: CHUNK */
+	uint64_t rows;	      /* whole rows of the members */
+	uint64_t tail;	      /* RAID 1: bytes of a short last row */
+	uint64_t window_rows; /* 0: the default window (4 MiB) */
+};
+
+static const struct helper_case helper_cases[] = {
+	{ 1, NULL, 2, 0, 13, 1536, 3 },
+	{ 1, NULL, 3, 2u << 20, 2, (1u << 20) + (256u << 10), 1 },
+	{ 1, NULL, 2, 0, 40, 512, 0 },
+	{ 5, "left-symmetric", 4, 0, 15, 0, 3 },
+	{ 5, "right-asymmetric", 3, 2u << 20, 3, 0, 1 },
+	{ 5, "left-asymmetric", 5, 0, 21, 0, 5 },
+	{ 5, "right-symmetric", 3, 0, 64, 0, 0 },
+	{ 10, "n2", 3, 0, 17, 0, 3 },
+	{ 10, "f2", 4, 0, 16, 0, 5 },
+	{ 10, "o2", 3, 0, 15, 0, 7 },
+	{ 10, "n2", 4, 2u << 20, 3, 0, 1 },
+};
+
+static void
+open_helper_case(struct fixture *f, const struct helper_case *c, bool alternate)
+{
+	uint64_t chunk = c->chunk ? c->chunk : CHUNK;
+	struct fixture_spec s = {
+		.level = c->level,
+		.layout = c->layout,
+		.n = c->n,
+		.chunk = chunk,
+		.mem_size = (c->rows + 1) * chunk,
+		.member_size = c->tail ? c->rows * chunk + c->tail : 0,
+	};
+
+	assert_int_equal(fixture_open(f, &s), 0);
+	if (c->window_rows) {
+		sync_set_window(f->a, c->window_rows * chunk);
+	}
+	assert_int_equal(sync_start_helper(f->a, alternate), 0);
+}
+
+static void
+test_sync_recovery_helper(void **state)
+{
+	struct fixture *f = *state;
+
+	for (unsigned k = 0; k < 2 * ARRAY_SIZE(helper_cases); k++) {
+		const struct helper_case *c =
+			&helper_cases[k % ARRAY_SIZE(helper_cases)];
+		bool alternate = k < ARRAY_SIZE(helper_cases);
+		unsigned role = (k + 1) % c->n;
+		struct raid_status st;
+		uint8_t *model, *buf;
+
+		open_helper_case(f, c, alternate);
+		model = calloc(1, f->a->size);
+		buf = malloc(f->a->size);
+		model_write(f->a, model, buf, f->a->size, 0, 0);
+		assert_int_equal(raid_fail_member(f->a, role, NULL), 0);
+		model_write(f->a, model, buf, f->a->size / 3, f->a->size / 4,
+			    0);
+		blank_rebuilding(f, role);
+		assert_int_equal(sync_run_due(f->a), 0);
+		assert_true(!alternate || sync_helper_pieces(f->a) > 0);
+		assert_int_equal(raid_status(f->a, &st), 0);
+		assert_int_equal(st.state, RAID_ARRAY_OPTIMAL);
+		assert_int_equal(st.members[role].state, RAID_MEMBER_IN_SYNC);
+		fixture_check_members(f, model);
+		if (c->level == 5) {
+			fixture_check_parity(f);
+		}
+		model_read(f->a, model, buf, f->a->size, 0);
+		free(model);
+		free(buf);
+	}
+}
+
+/*
+ * An error in the helper's half of a window (every other piece: the
+ * helper's are the odd ones): a write error on the member
+ * being rebuilt fails it, a source's read error stops the pass (the
+ * source stays); either way the frontier stays before the window and no
+ * later row is written.
+ */
+static void
+test_sync_helper_errors(void **state)
+{
+	struct fixture *f = *state;
+	static const struct helper_case r5 = { 5, "left-symmetric", 3, 0, 24, 0,
+					       4 };
+	static const struct helper_case r1 = { 1, NULL, 2, 0, 24, 0, 4 };
+	const struct helper_case *cases[] = { &r5, &r1, &r5 };
+
+	for (unsigned k = 0; k < ARRAY_SIZE(cases); k++) {
+		const struct helper_case *c = cases[k];
+		bool target = k < 2;
+		unsigned role = c->n - 1, src = 0;
+		struct raid_member *t;
+		struct mem_member *bad;
+		struct raid_status st;
+		uint8_t *model, *buf;
+
+		open_helper_case(f, c, true);
+		model = calloc(1, f->a->size);
+		buf = malloc(f->a->size);
+		model_write(f->a, model, buf, f->a->size, 0, 0);
+		assert_int_equal(raid_fail_member(f->a, role, NULL), 0);
+		blank_rebuilding(f, role);
+		t = &f->a->members[role];
+		/* Row 9: piece 1 of the third window (rows 8-11), the
+		 * helper's. */
+		bad = mem_of(target ? t : &f->a->members[src]);
+		bad->bad_ops = 1u << (target ? IO_WRITE : IO_READ);
+		bad->bad_off = 9 * CHUNK + 512;
+		bad->bad_len = 512;
+		bad->fail_errno = EIO;
+		assert_int_equal(sync_run_due(f->a), -EIO);
+		assert_true(sync_helper_pieces(f->a) > 0);
+		assert_int_equal(raid_status(f->a, &st), 0);
+		assert_int_equal(st.progress.kind, RAID_SYNC_NONE);
+		assert_int_equal(st.members[role].state,
+				 target ? RAID_MEMBER_FAULTY
+					: RAID_MEMBER_REBUILDING);
+		assert_int_equal(st.members[src].state, RAID_MEMBER_IN_SYNC);
+		assert_int_equal(atomic_load(&t->rebuilt), 8 * CHUNK);
+		/* Rows 12 on were never written: still the blank's bytes. */
+		for (uint64_t i = 12 * CHUNK; i < c->rows * CHUNK; i++) {
+			assert_int_equal(mem_of(t)->data[i], 0x5c);
+		}
+		/* Reads are right all the same (degraded, or around the
+		 * frontier), the bad sector gone. */
+		bad->bad_ops = 0;
+		model_read(f->a, model, buf, f->a->size, 0);
+		free(model);
+		free(buf);
+	}
 }
 
 /* Reads use the rebuilding member below its frontier, never above. */
@@ -202,7 +356,8 @@ test_sync_frontier(void **state)
 	free(buf);
 }
 
-/* Check counts planted corruptions in sectors, repair fixes them. */
+/* Check counts planted corruptions in sectors, repair fixes them; with
+ * the helper too (each worker counts its own units). */
 static void
 test_sync_check_repair(void **state)
 {
@@ -213,14 +368,18 @@ test_sync_check_repair(void **state)
 		{ 10, "f2", 4 },
 	};
 
-	for (unsigned k = 0; k < ARRAY_SIZE(cases); k++) {
-		const struct level_case *c = &cases[k];
+	for (unsigned k = 0; k < 2 * ARRAY_SIZE(cases); k++) {
+		const struct level_case *c = &cases[k % ARRAY_SIZE(cases)];
+		bool helper = k >= ARRAY_SIZE(cases);
 		struct raid_status st;
 		uint8_t *model, *buf;
 		struct raid_loc locs[RAID_MAX_COPIES];
 		uint64_t chunk_no = 5;
 
 		open_case(f, c, 32);
+		if (helper) {
+			assert_int_equal(sync_start_helper(f->a, true), 0);
+		}
 		model = calloc(1, f->a->size);
 		buf = malloc(f->a->size);
 		model_write(f->a, model, buf, f->a->size, 0, 0);
@@ -255,6 +414,7 @@ test_sync_check_repair(void **state)
 		assert_int_equal(sync_run_due(f->a), 0);
 		assert_int_equal(raid_status(f->a, &st), 0);
 		assert_int_equal(st.last_check.mismatch_cnt, 0);
+		assert_true(!helper || sync_helper_pieces(f->a) > 0);
 		model_read(f->a, model, buf, f->a->size, 0);
 		fixture_check_members(f, model);
 		if (c->level == 5) {
@@ -397,6 +557,12 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_sync_recovery_under_load,
+						fixture_setup,
+						fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_sync_recovery_helper,
+						fixture_setup,
+						fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_sync_helper_errors,
 						fixture_setup,
 						fixture_teardown),
 		cmocka_unit_test_setup_teardown(
