@@ -847,17 +847,20 @@ pin_units(struct cache *c, struct dop_req *d, bool create)
 		for (;;) {
 			uint64_t mark = done_mark(c);
 			struct centry *e;
+			bool held;
 
 			pthread_mutex_lock(&s->lock);
 			e = create ? lookup_or_new(c, u) : lookup(c, u);
 			if (e && !e->wb && !e->pin_id) {
 				e->pin_id = d->id;
 			}
+			/* Once let go, an entry not ours may be freed. */
+			held = !e || e->pin_id == d->id;
 			pthread_mutex_unlock(&s->lock);
 			if (!e && create) {
 				return -ENOMEM;
 			}
-			if (!e || e->pin_id == d->id) {
+			if (held) {
 				break;
 			}
 			done_wait(c, mark);
