@@ -14,12 +14,16 @@ a small cache (write-back runs all the time).  Each round:
   * 4 connections write (FUA one time in 6), zero, read (their own
     blocks, exact) and flush, each in its own blocks, for a random while;
   * kill -9 in the middle of it.
-In some rounds nbdkit is also killed right after it starts, at random
-moments of the replay (a kill there leaves the log's records in place:
-the next start replays them again), then started again.  After the last
-round a clean stop (SIGTERM, once the resync md owes after a crash has
-run): `nbdraid check` finds no stripe whose parity is wrong, the log is
-empty (`nbdraid examine-log`: clean), and a start replays nothing.
+Every third round nbdkit is also killed 3 times while it starts, at a
+random moment of the time the last start took, much of it replay (a kill
+there leaves the log's records in place: the next start replays them
+again), then started again.  After the first kill, starts that must be
+refused, each saying why: the log in a member's file, the log of
+another array, cache=log over a raw array, and cache=ram naming the log
+while it holds records.  After the last round a clean stop (SIGTERM,
+once the resync md owes after a crash has run): `nbdraid check` finds no
+stripe whose parity is wrong, the log is empty (`nbdraid examine-log`:
+clean), and a start replays nothing.
 
 $NBDRAID_SEED replays a run; $NBDRAID_ROUNDS sets the number of rounds.
 """
@@ -40,7 +44,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from raidtest.common import (  # noqa: E402
     KiB, MiB, TempDir, check, fail, make_members, plugin, run_main, seed)
 from raidtest.mdarray import Control, cli, create, run  # noqa: E402
-from raidtest.server import Server  # noqa: E402
+from raidtest.server import Server, run_expect_failure  # noqa: E402
 
 BLK = 4096
 CONNS = 4
@@ -196,6 +200,33 @@ def quick_kills(rng, params, log, took, counts):
             counts["kills before retire"] += 1
 
 
+def refusals(d, params, paths, log, has_records):
+    """Starts that must be refused, each naming why."""
+    other = make_members(d, [MEMBER] * 3, prefix="o")
+    create(other, 5, chunk=64 * KiB, name="other")
+    cases = [
+        ([p for p in params if not p.startswith("cache-log=")] +
+         ["cache-log=" + paths[1]], "shares bytes with a member", paths[1]),
+        (["member=" + p for p in other] + ["cache=log", "cache-log=" + log],
+         "the cache log of another array", log),
+        (["level=5", "metadata=none", "chunk=64K"] +
+         ["member=" + p for p in other] + ["cache=log", "cache-log=" + log],
+         "cache=log needs md superblocks", ""),
+    ]
+    if has_records:
+        cases.append(([p for p in params if not p.startswith("cache")] +
+                      ["cache=ram", "cache-log=" + log],
+                      "holds writes this array has not written", log))
+    for ps, why, path in cases:
+        rc, err = run_expect_failure(ps)
+        check(rc != 0 and why in err and path in err,
+              "start with %s: want a refusal saying '%s' (and %s), got "
+              "%d:\n%s" % (" ".join(ps), why, path, rc, err))
+    for p in other:
+        os.unlink(p)
+    return len(cases)
+
+
 def main():
     rng = random.Random(seed("test-cache-crash"))
     plugin()
@@ -217,7 +248,7 @@ def main():
         model = Model(size // BLK)
         counts = {k: 0 for k in ("write", "fua", "zero", "read", "flush",
                                  "kills at start", "kills before retire",
-                                 "replayed")}
+                                 "replayed", "refused")}
         t0 = time.monotonic()
         took = [0.05]
         for rnd in range(rounds):
@@ -251,6 +282,10 @@ def main():
                 if errors:
                     fail("round %d: %s\nstderr:\n%s" % (
                         rnd, "; ".join(errors), srv.stderr()))
+            if rnd == 0:
+                out = run([cli(), "examine-log", log]).stdout
+                counts["refused"] = refusals(d, params, paths, log,
+                                             "Records : none" not in out)
         # The last restart, then a clean stop once the resync ran.
         with start(params + ["control=" + ctl]) as srv:
             h = srv.connect()
