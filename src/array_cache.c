@@ -303,6 +303,13 @@ array_cache_open(struct raid_array *a, const struct raid_config *cfg)
 		snprintf(hold, sizeof(hold), "no stripe held");
 	}
 	where[0] = '\0';
+	if (cfg->cache == RAID_CACHE_LOG &&
+	    st.log_total_bytes < 2 * st.size_bytes) {
+		raid_error(
+			"cache-log %s: %s of records hold fewer 4K writes than the cache holds blocks (each takes 8K of log): the log, not cache-size, will bound the data waiting for write-back; a log of twice cache-size or more lets the cache fill",
+			cfg->cache_log,
+			human(st.log_total_bytes, cut, sizeof(cut)));
+	}
 	if (cfg->cache == RAID_CACHE_LOG) {
 		snprintf(where, sizeof(where), " with the log %s (%s)",
 			 cfg->cache_log,

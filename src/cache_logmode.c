@@ -219,6 +219,24 @@ lm_retire_all(struct cache *c)
 	return atomic_load(&c->log_state) == LM_ON ? lm_retire(c) : 0;
 }
 
+/*
+ * The log is short of space: write back what the older half of the
+ * records still dirty in the cache dirtied (the oldest first, wherever
+ * it is, rather than in the cursor's order), then retire.
+ */
+static int
+make_space(struct cache *c)
+{
+	uint64_t last = atomic_load(&c->log_last);
+	uint64_t oldest = cache_oldest_unclean(c);
+	int r = 0;
+
+	if (oldest <= last) {
+		r = cache_drain(c, oldest + (last - oldest) / 2);
+	}
+	return r < 0 ? r : lm_retire(c);
+}
+
 /* ---- failure: write-through, the log emptied --------------------------- */
 
 /*
@@ -303,19 +321,8 @@ wait_space(struct cache *c, uint64_t gen)
 {
 	int r = 0;
 
-	if (!cache_thread_running(c)) {
-		uint64_t bytes;
-
-		do {
-			bytes = 0;
-			r = cache_writeback_round(c, true, NULL, &bytes);
-		} while (r == 0 && bytes);
-		if (r == 0) {
-			r = lm_retire(c);
-		}
-		if (r < 0) {
-			return r;
-		}
+	if (!cache_thread_running(c) && (r = make_space(c)) < 0) {
+		return r;
 	}
 	atomic_fetch_add(&c->log_waiters, 1);
 	cache_wb_kick(c);
@@ -536,7 +543,7 @@ void
 lm_tick(struct cache *c, uint64_t bytes)
 {
 	uint64_t used, total, now = cache_now_ns();
-	bool due;
+	bool due, short_of_space;
 	int r;
 
 	(void)bytes;
@@ -544,13 +551,13 @@ lm_tick(struct cache *c, uint64_t bytes)
 		return;
 	}
 	clog_space(c->log, &used, &total);
-	due = atomic_load(&c->log_waiters) ||
-	      used * 100 >= total * LOG_FULL_PCT ||
-	      now - atomic_load(&c->retire_ns) >= RETIRE_NS;
+	short_of_space = atomic_load(&c->log_waiters) ||
+			 used * 100 >= total * LOG_FULL_PCT;
+	due = short_of_space || now - atomic_load(&c->retire_ns) >= RETIRE_NS;
 	if (!used || !due) {
 		return;
 	}
-	r = lm_retire(c);
+	r = short_of_space ? make_space(c) : lm_retire(c);
 	if (r < 0) {
 		raid_debug("cache: retiring records of the log %s failed: %s",
 			   c->log_path, strerror(-r));
