@@ -560,7 +560,8 @@ static const struct option options[] = {
 	{ "cache", set_cache, false, "cache=none|ram|log",
 	  "A write-back cache in front of the array (default\n"
 	  "none): ram holds writes in memory until flushed or\n"
-	  "written back (docs/cache.md)." },
+	  "written back; log also keeps them in cache-log, which\n"
+	  "FLUSH syncs and a start replays (docs/cache.md)." },
 	{ "cache-size", set_cache_size, false, "cache-size=SIZE",
 	  "Data the cache holds at most (default 256M)." },
 	{ "cache-mode", set_cache_mode, false,
