@@ -322,6 +322,17 @@ struct raid_cache_status {
 	uint64_t writeback_bytes_per_s; /* over the last seconds */
 	uint64_t writeback_errors;	/* write-backs the members refused */
 	uint64_t waits;			/* writes that waited for room */
+	/* cache=log: the log (docs/cache.md, "cache=log"). */
+	const char *log_path;	  /* valid while the array is open */
+	bool log_failed;	  /* it failed: write-through since */
+	int log_error;		  /* why (-errno), when it failed */
+	uint64_t log_used_bytes;  /* records not yet retired */
+	uint64_t log_total_bytes; /* its record area */
+	uint64_t log_records;	  /* records appended since start */
+	uint64_t log_syncs;	  /* fdatasyncs of the log (group commits) */
+	uint64_t log_retires;	  /* checkpoints moved */
+	uint64_t log_waits;	  /* writes that waited for log space */
+	uint64_t log_replayed;	  /* records replayed at start */
 };
 
 struct raid_status {

@@ -643,7 +643,7 @@ raid_cache_flush(struct raid_array *a)
 	if (!a->cache) {
 		return -ENOTSUP;
 	}
-	return cache_flush(a->cache);
+	return cache_drain_all(a->cache);
 }
 
 /*

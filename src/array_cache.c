@@ -10,13 +10,31 @@
  * 256 KiB (or the chunk, when larger), written back as soon as the pacing
  * allows; consecutive ones are merged into one write all the same.
  * The cache's block is 4K, or the members' O_DIRECT block when larger.
+ *
+ * cache=log: the log is bound to the array's UUID from its md superblocks
+ * (raw arrays have none: cache=log is refused there), must not share
+ * bytes with a member, and is replayed before the array serves.  An array
+ * started with another cache (or none) and cache-log=PATH naming the log
+ * it had is refused while that log holds records, unless force=true
+ * (which drops them).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/fs.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "array.h"
 #include "cache.h"
+#include "cache_log.h"
 #include "log.h"
+#include "member_overlap.h"
+#include "superblock.h"
 #include "util.h"
 
 static int
@@ -71,6 +89,145 @@ cache_geometry(const struct raid_array *a, struct cache_geometry *g)
 	}
 }
 
+/* The array's UUID (md's set_uuid); false in raw mode. */
+static bool
+array_uuid(const struct raid_array *a, uint8_t uuid[16])
+{
+	const struct md_sb *sb = a->meta ? meta_freshest(a->meta) : NULL;
+
+	if (sb) {
+		memcpy(uuid, sb->set_uuid, 16);
+	}
+	return sb != NULL;
+}
+
+/*
+ * The log at path shares no bytes with a member or a spare (the same
+ * file, a partition of a member's disk ...): member_overlap's rules, the
+ * log as one more member.  -EINVAL (said) when it does.
+ */
+static int
+log_overlap(const struct raid_array *a, const char *path)
+{
+	unsigned nsp = a->meta ? a->meta->nr_spares : 0, n = 0;
+	struct raid_member *all = calloc(a->nr_members + nsp + 1, sizeof(*all));
+	struct raid_member *lm;
+	struct stat st;
+	int r = 0;
+
+	if (!all) {
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < a->nr_members; i++) {
+		if (a->members[i].fd >= 0) {
+			all[n++] = a->members[i];
+		}
+	}
+	for (unsigned i = 0; i < nsp; i++) {
+		all[n++] = a->spares[i];
+	}
+	lm = &all[n++];
+	lm->path = (char *)path;
+	lm->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (lm->fd < 0 || fstat(lm->fd, &st) < 0) {
+		r = -errno;
+		raid_error("cache-log %s: %s", path, strerror(-r));
+	} else if (S_ISBLK(st.st_mode)) {
+		lm->is_blk = true;
+		lm->dev = st.st_rdev;
+		if (ioctl(lm->fd, BLKGETSIZE64, &lm->size) < 0) {
+			lm->size = 0;
+		}
+	} else {
+		lm->dev = st.st_dev;
+		lm->ino = st.st_ino;
+		lm->size = (uint64_t)st.st_size;
+	}
+	if (r == 0 && member_overlap_check(all, n) < 0) {
+		raid_error(
+			"cache-log %s: shares bytes with a member of the array (member %u above is the log): refused",
+			path, n - 1);
+		r = -EINVAL;
+	}
+	if (lm->fd >= 0) {
+		close(lm->fd);
+	}
+	free(all);
+	return r;
+}
+
+/*
+ * cache-log=PATH without cache=log: the log the array had.  Refused
+ * while it holds records of this array (they were never written to the
+ * members), unless force=true: then they are retired unread (lost).
+ */
+static int
+log_left_behind(const struct raid_array *a, const struct raid_config *cfg)
+{
+	const char *path = cfg->cache_log;
+	uint8_t uuid[16], mine[16];
+	char why[512], u1[40], u2[40];
+	struct clog *l;
+	bool has;
+	int r = clog_peek(path, uuid, &has, why, sizeof(why));
+
+	if (r < 0) {
+		raid_error("cache-log: %s", why);
+		return r;
+	}
+	if (array_uuid(a, mine) && memcmp(uuid, mine, 16) != 0) {
+		uuid_format(uuid, u1);
+		uuid_format(mine, u2);
+		raid_error(
+			"cache-log %s: the log of array %s, not of this one (%s)",
+			path, u1, u2);
+		return -EINVAL;
+	}
+	if (!has) {
+		return 0;
+	}
+	if (!cfg->force) {
+		raid_error(
+			"cache-log %s holds writes this array has not written to its members (it stopped without a clean close with cache=log): start it with cache=log cache-log=%s to replay them, or with force=true to start without them (they are lost)",
+			path, path);
+		return -EBUSY;
+	}
+	r = clog_open(path, uuid, a->size, false, false, &l, why, sizeof(why));
+	if (r == 0) {
+		r = clog_retire(l, CLOG_ALL);
+		clog_close(l);
+	} else {
+		raid_error("cache-log: %s", why);
+	}
+	if (r == 0) {
+		raid_error(
+			"cache-log %s: force=true: its records were dropped, not replayed; writes acknowledged before the crash may be lost",
+			path);
+	}
+	return r;
+}
+
+/* cache=log over read-only members: no cache, unless records wait. */
+static int
+log_read_only(const struct raid_config *cfg)
+{
+	uint8_t uuid[16];
+	char why[512];
+	bool has = false;
+
+	if (cfg->cache == RAID_CACHE_LOG &&
+	    clog_peek(cfg->cache_log, uuid, &has, why, sizeof(why)) == 0 &&
+	    has) {
+		raid_error(
+			"cache-log %s holds records, but the members are read-only: they cannot be replayed",
+			cfg->cache_log);
+		return -EROFS;
+	}
+	raid_error("cache=%s: the members are read-only: no cache",
+		   cfg->cache == RAID_CACHE_RAM ? "ram" : "log");
+	return 0;
+}
+
 /* "256 MiB", "1536 KiB": for the start line. */
 static const char *
 human(uint64_t n, char *buf, size_t len)
@@ -97,26 +254,40 @@ array_cache_open(struct raid_array *a, const struct raid_config *cfg)
 		.flush = be_flush,
 		.writable = be_writable,
 	};
-	const struct cache_settings s = {
+	struct cache_settings s = {
 		.kind = cfg->cache,
 		.mode = cfg->cache_mode,
 		.size_bytes = cfg->cache_size,
 		.seq_cutoff = cfg->cache_seq_cutoff,
 		.hold_ms = cfg->cache_hold_ms,
 		.log_path = cfg->cache_log,
+		.log_force = cfg->force,
 	};
 	struct cache_geometry g;
 	struct raid_cache_status st;
-	char size[32], unit[32], cut[32], hold[64];
+	char size[32], unit[32], cut[32], hold[64], where[PATH_MAX + 32];
 	int r;
 
+	if (cfg->cache != RAID_CACHE_LOG && cfg->cache_log &&
+	    (r = log_left_behind(a, cfg)) < 0) {
+		return r;
+	}
 	if (cfg->cache == RAID_CACHE_NONE) {
 		return 0;
 	}
 	if (a->read_only) {
-		raid_error("cache=%s: the members are read-only: no cache",
-			   cfg->cache == RAID_CACHE_RAM ? "ram" : "log");
-		return 0;
+		return log_read_only(cfg);
+	}
+	if (cfg->cache == RAID_CACHE_LOG) {
+		if (!array_uuid(a, s.log_uuid)) {
+			raid_error(
+				"cache=log needs md superblocks: the log is bound to the array's UUID, and metadata=none has none (create the array with nbdraid create or mdadm)");
+			return -EINVAL;
+		}
+		r = log_overlap(a, cfg->cache_log);
+		if (r < 0) {
+			return r;
+		}
 	}
 	cache_geometry(a, &g);
 	r = cache_open(&be, &g, &s, &a->cache);
@@ -131,11 +302,24 @@ array_cache_open(struct raid_array *a, const struct raid_config *cfg)
 	} else {
 		snprintf(hold, sizeof(hold), "no stripe held");
 	}
+	where[0] = '\0';
+	if (cfg->cache == RAID_CACHE_LOG &&
+	    st.log_total_bytes < 2 * st.size_bytes) {
+		raid_error(
+			"cache-log %s: %s of records hold fewer 4K writes than the cache holds blocks (each takes 8K of log): the log, not cache-size, will bound the data waiting for write-back; a log of twice cache-size or more lets the cache fill",
+			cfg->cache_log,
+			human(st.log_total_bytes, cut, sizeof(cut)));
+	}
+	if (cfg->cache == RAID_CACHE_LOG) {
+		snprintf(where, sizeof(where), " with the log %s (%s)",
+			 cfg->cache_log,
+			 human(st.log_total_bytes, cut, sizeof(cut)));
+	}
 	raid_error(
-		"cache: %s in RAM, %s, in units of %s (%s); sequential runs past %s go to the members",
+		"cache: %s in RAM%s, %s, in units of %s (%s); sequential runs past %s go to the members",
 		st.mode == RAID_CACHE_WRITEBACK ? "write-back"
 						: "write-through",
-		human(st.size_bytes, size, sizeof(size)),
+		where, human(st.size_bytes, size, sizeof(size)),
 		human(g.unit_bytes, unit, sizeof(unit)), hold,
 		cfg->cache_seq_cutoff
 			? human(cfg->cache_seq_cutoff, cut, sizeof(cut))

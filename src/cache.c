@@ -54,191 +54,10 @@
 #include <time.h>
 
 #include "cache.h"
+#include "cache_int.h"
 #include "io/io.h"
 #include "log.h"
 #include "util.h"
-
-#define CACHE_SHARDS   64
-#define SLAB_PAGES     256	    /* pages allocated at once */
-#define WB_BATCH_BYTES (8ull << 20) /* a write-back's units, at most */
-/*
- * Write-back workers.  Two measured worse on emulated disks (1M sequential
- * writes, RAID 5 x4: 0.7x, every member request paying an access time):
- * two batches in flight interleave two streams on every member.
- */
-#define WB_THREADS	 1
-#define WB_BUFS_KEPT	 4	       /* batch buffers kept for reuse */
-#define IDLE_NS		 200000000ull  /* clients quiet this long: idle */
-#define POLL_NS		 100000000ull  /* the thread looks this often */
-#define RATE_UPDATE_NS	 1000000000ull /* the PI controller's period */
-#define PI_TARGET_PCT	 10	       /* dirty bytes aimed at, of the size */
-#define PI_P_TERM_S	 40	       /* P: the excess over this many s */
-#define PI_I_TERM_S2	 10000	       /* I: the integral over this */
-#define PI_MIN_RATE	 (64ull << 10) /* bytes/s at least */
-#define PRESSURE_PCT	 75	       /* dirty above this: full speed */
-#define ERROR_BACKOFF_NS 1000000000ull /* after a failed write-back */
-#define STREAMS		 16	       /* sequential streams remembered */
-#define STREAM_WINDOW	 16	       /* requests of reordering tolerated */
-#define BYPASS_FRACTION	 4	       /* bigger than size/this: bypass */
-
-/* ---- structures -------------------------------------------------------- */
-
-struct centry {
-	struct centry *hnext;	      /* the bucket's chain */
-	struct centry *lprev, *lnext; /* the shard's LRU, when in_lru */
-	uint64_t unit;
-	uint64_t dirty_seq; /* oldest write among the dirty blocks; 0 none */
-	uint64_t wb_seq;    /* dirty_seq of what is being written back */
-	uint64_t dirty_ns;  /* when it last went from clean to dirty */
-	uint64_t pin_id;    /* the direct operation holding it; 0 none */
-	uint32_t nr_valid, nr_dirty;
-	uint32_t nr_unclean; /* dirty or in flight */
-	uint32_t cap;	     /* slots in page[] */
-	bool wb;	     /* a write-back holds its in-flight blocks */
-	bool in_lru;	     /* it has clean blocks (evictable ones) */
-	uint8_t **page;	     /* a page per valid block, in block order */
-	uint64_t bits[];     /* valid, dirty, inflight: c->words each */
-};
-
-/*
- * lock guards the shard's buckets, every field of its entries, the bytes
- * of their pages, and its LRU (entries with clean blocks, least recently
- * used first).  Never two shard locks at once; pool.lock and done_lock
- * may be taken inside.
- */
-struct shard {
-	pthread_mutex_t lock;
-	struct centry *lru_head, *lru_tail;
-} __attribute__((aligned(64)));
-
-/*
- * lock guards the free pages, the counts, the reservations and space_gen;
- * with `space`, the writers waiting for room.  A leaf.
- */
-struct pool {
-	pthread_mutex_t lock;
-	pthread_cond_t space;
-	uint8_t **free_pages;
-	uint64_t nr_free;
-	uint64_t nr_pages;  /* allocated so far, <= cap */
-	uint64_t cap;	    /* cache-size in pages */
-	uint64_t reserved;  /* promised to writers, not taken yet */
-	uint64_t space_gen; /* moves when pages free or blocks turn clean */
-	void **slabs;
-	uint64_t nr_slabs;
-};
-
-/* A sequential stream: where it ended, how many bytes it ran. */
-struct stream {
-	uint64_t end, run;
-	uint64_t used; /* LRU stamp */
-};
-
-struct dop_req;
-
-struct cache {
-	struct cache_backing be;
-	uint64_t size; /* the device's bytes */
-	uint64_t unit; /* bytes of a unit */
-	uint64_t nr_units;
-	uint32_t block;	      /* bytes of a block */
-	uint32_t unit_blocks; /* blocks of a (not the last) unit */
-	uint32_t words;	      /* 64-bit words of an entry's bitmap */
-	bool hold_partial;
-	bool writethrough;
-	enum raid_cache_kind kind;
-	uint64_t seq_cutoff;
-	uint64_t hold_ns;
-
-	struct shard shards[CACHE_SHARDS];
-	struct centry **bucket;
-	unsigned bucket_bits;
-	struct pool pool;
-	/* Per unit, set and cleared under the unit's shard lock. */
-	_Atomic uint64_t *present; /* an entry exists */
-	_Atomic uint64_t *unclean; /* it has dirty or in-flight blocks */
-
-	atomic_uint_fast64_t seq;	 /* writes that dirtied data */
-	atomic_uint_fast64_t op_ids;	 /* direct operations, numbered */
-	atomic_uint_fast64_t nr_unclean; /* blocks dirty or in flight */
-	atomic_uint_fast64_t nr_valid;	 /* blocks cached */
-	atomic_uint_fast64_t last_client_ns;
-	atomic_int wb_error; /* the last write-back's -errno, 0 once one
-				succeeds again */
-	atomic_uint waiting; /* writers waiting for room */
-
-	/*
-	 * done_gen moves (under done_lock, broadcast on done_cond) when a
-	 * write-back completes or a direct operation lets go of its units:
-	 * what flushes and pins wait for.  A leaf.
-	 */
-	pthread_mutex_t done_lock;
-	pthread_cond_t done_cond;
-	atomic_uint_fast64_t done_gen;
-
-	/*
-	 * dop_lock guards the list of direct operations between their start
-	 * and their end (dops), which a write-back checks before it reads a
-	 * span's gaps from the device: an operation that found the unit
-	 * without an entry (and so did not pin it) may be writing there.
-	 * A leaf.
-	 */
-	pthread_mutex_t dop_lock;
-	struct dop_req *dops;
-
-	/* seq_lock guards streams[] and stream_clock.  A leaf. */
-	pthread_mutex_t seq_lock;
-	struct stream streams[STREAMS];
-	uint64_t stream_clock;
-
-	/* buf_lock guards bufs[] (batch buffers for reuse).  A leaf. */
-	pthread_mutex_t buf_lock;
-	uint8_t *bufs[WB_BUFS_KEPT];
-	unsigned nr_bufs;
-
-	/*
-	 * wb_lock guards stop and kick; with wb_wake, the thread's sleep.
-	 * Everything else of the thread's is its own.  A leaf.
-	 */
-	pthread_mutex_t wb_lock;
-	pthread_cond_t wb_wake;
-	bool stop, kick, running;
-	struct wb_worker {
-		struct cache *c;
-		unsigned idx;
-		pthread_t thread;
-	} workers[WB_THREADS];
-	unsigned nr_workers;
-	atomic_uint_fast64_t cursor; /* the unit write-back looks at first */
-
-	atomic_uint_fast64_t rate; /* bytes/s the PI controller allows */
-	int64_t integral;	   /* its I term's sum, byte-seconds */
-	uint64_t rate_ns;	   /* when the rate was last computed */
-	uint64_t rate_bytes;	   /* written_back at that moment */
-
-	struct {
-		atomic_uint_fast64_t read_hits, read_misses, writes_cached,
-			write_hits, writes_direct, writes_bypassed,
-			written_back, wb_rate, wb_errors, waits;
-	} st;
-
-	/*
-	 * cache=log (docs/cache.md, "Log mode"): the persistent log, NULL in
-	 * RAM mode.  Every `if (c->log)` below marks a hook.
-	 */
-	struct clog *log;
-};
-
-/* A write-back in progress: consecutive units u0 .. u0+n-1 claimed. */
-struct wb_batch {
-	uint64_t u0;
-	unsigned n, max;
-	uint8_t *buf;	 /* max units of data, aligned */
-	uint8_t *spare;	 /* as much again: gaps read from the device */
-	uint64_t *mask;	 /* the blocks claimed, words per unit */
-	uint64_t *wmask; /* the blocks to write: claimed, and gaps filled */
-	uint64_t seq;	 /* the oldest write among them */
-};
 
 /* ---- small helpers ----------------------------------------------------- */
 
@@ -249,6 +68,12 @@ now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+uint64_t
+cache_now_ns(void)
+{
+	return now_ns();
 }
 
 static bool
@@ -948,14 +773,6 @@ cache_pread(struct cache *c, void *buf, uint64_t count, uint64_t off)
 
 /* ---- direct operations: on the device before the reply ----------------- */
 
-enum dop {
-	DOP_WRITE,  /* FUA, or an edge block not cached: copies follow */
-	DOP_WT,	    /* writethrough: the blocks it covers get cached too */
-	DOP_BYPASS, /* sequential past the cutoff: copies dropped */
-	DOP_ZERO,
-	DOP_TRIM,
-};
-
 struct dop_req {
 	struct dop_req *prev, *next; /* c->dops, under dop_lock */
 	enum dop op;
@@ -1030,17 +847,20 @@ pin_units(struct cache *c, struct dop_req *d, bool create)
 		for (;;) {
 			uint64_t mark = done_mark(c);
 			struct centry *e;
+			bool held;
 
 			pthread_mutex_lock(&s->lock);
 			e = create ? lookup_or_new(c, u) : lookup(c, u);
 			if (e && !e->wb && !e->pin_id) {
 				e->pin_id = d->id;
 			}
+			/* Once let go, an entry not ours may be freed. */
+			held = !e || e->pin_id == d->id;
 			pthread_mutex_unlock(&s->lock);
 			if (!e && create) {
 				return -ENOMEM;
 			}
-			if (!e || e->pin_id == d->id) {
+			if (held) {
 				break;
 			}
 			done_wait(c, mark);
@@ -1203,14 +1023,15 @@ dop_reserve(struct cache *c, struct dop_req *d)
 	d->reserved = n;
 }
 
-static int
-direct(struct cache *c, enum dop op, const void *buf, uint64_t count,
-       uint64_t off, uint32_t flags)
+int
+cache_direct(struct cache *c, enum dop op, const void *buf, uint64_t count,
+	     uint64_t off, uint32_t flags, uint64_t seq)
 {
 	struct dop_req d = { .op = op,
 			     .buf = buf,
 			     .off = off,
-			     .end = off + count };
+			     .end = off + count,
+			     .seq = seq };
 	int r;
 
 	if (!count) {
@@ -1343,19 +1164,23 @@ write_edge(struct cache *c, const uint8_t *src, uint64_t len, uint64_t off,
 		return 0;
 	}
 	*hit = false;
-	return direct(c, DOP_WRITE, src, len, off, 0);
+	return cache_direct(c, DOP_WRITE, src, len, off, 0, seq);
 }
 
 /* A write answered from memory: edges, then whole blocks unit by unit. */
-static int
-write_cached(struct cache *c, const uint8_t *buf, uint64_t count, uint64_t off)
+int
+cache_write_cached(struct cache *c, const uint8_t *buf, uint64_t count,
+		   uint64_t off, uint64_t seq)
 {
-	uint64_t end = off + count, seq = atomic_fetch_add(&c->seq, 1) + 1;
+	uint64_t end = off + count;
 	uint64_t head_end = MIN(ROUND_DOWN(off, c->block) + c->block, c->size);
 	uint64_t mid = off, tail = end, tb;
 	bool hit = true, waited = false;
 	int r = 0;
 
+	if (!seq) {
+		seq = atomic_fetch_add(&c->seq, 1) + 1;
+	}
 	if (off % c->block || end < head_end) {
 		mid = MIN(end, head_end);
 		r = write_edge(c, buf, mid - off, off, seq, &hit);
@@ -1424,9 +1249,9 @@ stream_run(struct cache *c, uint64_t off, uint64_t len)
  * units cost reads, only the whole units (full stripes: no reads either
  * way); their edges are cached, to meet the rest of their stripes.
  */
-static bool
-bypass_range(struct cache *c, uint64_t off, uint64_t count, uint64_t *lo,
-	     uint64_t *hi)
+bool
+cache_bypass_range(struct cache *c, uint64_t off, uint64_t count, uint64_t *lo,
+		   uint64_t *hi)
 {
 	bool big = count / c->block > c->pool.cap / BYPASS_FRACTION;
 
@@ -1449,6 +1274,7 @@ cache_pwrite(struct cache *c, const void *buf, uint64_t count, uint64_t off,
 {
 	const uint8_t *p = buf;
 	uint64_t lo, hi;
+	bool wt;
 	int r;
 
 	if (!count) {
@@ -1459,23 +1285,28 @@ cache_pwrite(struct cache *c, const void *buf, uint64_t count, uint64_t off,
 	if (r < 0) {
 		return r;
 	}
-	/* if (c->log): cache=log appends the record before the reply, and
-	 * FUA syncs it (docs/cache.md, "Log mode"). */
-	if (c->writethrough || (flags & RAID_FUA)) {
-		atomic_fetch_add(&c->st.writes_direct, 1);
-		return direct(c, c->writethrough ? DOP_WT : DOP_WRITE, buf,
-			      count, off, flags);
+	/* cache=log: the record appended first, FUA syncs it. */
+	if (c->log && (r = lm_pwrite(c, buf, count, off, flags)) != LM_PASS) {
+		return r;
 	}
-	if (!bypass_range(c, off, count, &lo, &hi)) {
-		return write_cached(c, p, count, off);
+	wt = atomic_load(&c->writethrough);
+	if (wt || (flags & RAID_FUA)) {
+		atomic_fetch_add(&c->st.writes_direct, 1);
+		return cache_direct(c, wt ? DOP_WT : DOP_WRITE, buf, count, off,
+				    flags, 0);
+	}
+	if (!cache_bypass_range(c, off, count, &lo, &hi)) {
+		return cache_write_cached(c, p, count, off, 0);
 	}
 	atomic_fetch_add(&c->st.writes_bypassed, 1);
-	r = lo > off ? write_cached(c, p, lo - off, off) : 0;
+	r = lo > off ? cache_write_cached(c, p, lo - off, off, 0) : 0;
 	if (r == 0) {
-		r = direct(c, DOP_BYPASS, p + (lo - off), hi - lo, lo, 0);
+		r = cache_direct(c, DOP_BYPASS, p + (lo - off), hi - lo, lo, 0,
+				 0);
 	}
 	if (r == 0 && off + count > hi) {
-		r = write_cached(c, p + (hi - off), off + count - hi, hi);
+		r = cache_write_cached(c, p + (hi - off), off + count - hi, hi,
+				       0);
 	}
 	return r;
 }
@@ -1483,15 +1314,25 @@ cache_pwrite(struct cache *c, const void *buf, uint64_t count, uint64_t off,
 int
 cache_trim(struct cache *c, uint64_t count, uint64_t off, uint32_t flags)
 {
+	int r;
+
 	note_client(c);
-	return direct(c, DOP_TRIM, NULL, count, off, flags);
+	if (c->log && (r = lm_trim(c, count, off, flags)) != LM_PASS) {
+		return r;
+	}
+	return cache_direct(c, DOP_TRIM, NULL, count, off, flags, 0);
 }
 
 int
 cache_zero(struct cache *c, uint64_t count, uint64_t off, uint32_t flags)
 {
+	int r;
+
 	note_client(c);
-	return direct(c, DOP_ZERO, NULL, count, off, flags);
+	if (c->log && (r = lm_zero(c, count, off, flags)) != LM_PASS) {
+		return r;
+	}
+	return cache_direct(c, DOP_ZERO, NULL, count, off, flags, 0);
 }
 
 /* ---- write-back -------------------------------------------------------- */
@@ -1731,8 +1572,6 @@ batch_write(struct cache *c, struct wb_batch *b, uint64_t *bytes)
 		atomic_fetch_add(&c->st.wb_errors, 1);
 		atomic_store(&c->wb_error, r);
 	}
-	/* if (c->log): the log retires a record only once its data is on
-	 * the members and they are flushed (docs/cache.md). */
 	pool_kick(c);
 	done_signal(c);
 	return r;
@@ -1870,8 +1709,10 @@ cache_flush(struct cache *c)
 	int r;
 
 	note_client(c);
-	/* if (c->log): FLUSH is clog_sync() of the last record; the members
-	 * may lag (docs/cache.md, "Log mode"). */
+	/* cache=log: the log synced; the members may lag. */
+	if (c->log && (r = lm_flush(c)) != LM_PASS) {
+		return r;
+	}
 	r = drain(c, target);
 	if (r == 0) {
 		r = c->be.flush(c->be.ctx);
@@ -1884,6 +1725,56 @@ cache_writeback_once(struct cache *c, bool everything, uint64_t *bytes)
 {
 	*bytes = 0;
 	return writeback_round(c, everything, NULL, bytes);
+}
+
+int
+cache_writeback_round(struct cache *c, bool everything, uint8_t *buf,
+		      uint64_t *bytes)
+{
+	return writeback_round(c, everything, buf, bytes);
+}
+
+int
+cache_drain(struct cache *c, uint64_t target)
+{
+	return drain(c, target);
+}
+
+int
+cache_drain_all(struct cache *c)
+{
+	int r = drain(c, UINT64_MAX);
+
+	if (r == 0) {
+		r = c->be.flush(c->be.ctx);
+	}
+	if (r == 0 && c->log) {
+		r = lm_retire_all(c);
+	}
+	return r;
+}
+
+uint64_t
+cache_oldest_unclean(struct cache *c)
+{
+	uint64_t oldest = UINT64_MAX;
+
+	for (uint64_t u = 0;
+	     (u = abit_next(c->unclean, u, c->nr_units)) < c->nr_units; u++) {
+		struct shard *s = shard_of(c, u);
+		struct centry *e;
+
+		pthread_mutex_lock(&s->lock);
+		e = lookup(c, u);
+		if (e && e->nr_dirty) {
+			oldest = MIN(oldest, e->dirty_seq);
+		}
+		if (e && e->wb) {
+			oldest = MIN(oldest, e->wb_seq);
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
+	return oldest;
 }
 
 uint64_t
@@ -1900,6 +1791,12 @@ thread_running(struct cache *c)
 	return __atomic_load_n(&c->running, __ATOMIC_ACQUIRE);
 }
 
+bool
+cache_thread_running(struct cache *c)
+{
+	return thread_running(c);
+}
+
 static void
 wb_kick(struct cache *c)
 {
@@ -1907,6 +1804,12 @@ wb_kick(struct cache *c)
 	c->kick = true;
 	pthread_cond_broadcast(&c->wb_wake);
 	pthread_mutex_unlock(&c->wb_lock);
+}
+
+void
+cache_wb_kick(struct cache *c)
+{
+	wb_kick(c);
 }
 
 /* Sleep up to ns, less when kicked or stopped; false once stopped. */
@@ -1985,7 +1888,8 @@ wb_main(void *arg)
 		uint64_t unclean = atomic_load(&c->nr_unclean);
 		bool idle = now - last >= IDLE_NS;
 		bool pressure = atomic_load(&c->waiting) ||
-				unclean * 100 >= cap * PRESSURE_PCT;
+				unclean * 100 >= cap * PRESSURE_PCT ||
+				(c->log && lm_pressure(c));
 		bool fast = idle || pressure;
 		int r = 0;
 
@@ -2008,6 +1912,9 @@ wb_main(void *arg)
 			raid_debug(
 				"cache: write-back failed (%s); trying again in 1 s",
 				strerror(-r));
+		}
+		if (c->log && r == 0) {
+			lm_tick(c, bytes);
 		}
 		if (r < 0 || !bytes) {
 			if (!wb_sleep(c, r < 0 ? ERROR_BACKOFF_NS : POLL_NS)) {
@@ -2133,6 +2040,9 @@ cache_status(struct cache *c, struct raid_cache_status *st)
 	st->writeback_bytes_per_s = atomic_load(&c->st.wb_rate);
 	st->writeback_errors = atomic_load(&c->st.wb_errors);
 	st->waits = atomic_load(&c->st.waits);
+	if (c->log) {
+		lm_status(c, st);
+	}
 }
 
 /* ---- open and close ---------------------------------------------------- */
@@ -2169,6 +2079,11 @@ cache_free(struct cache *c)
 	pthread_mutex_destroy(&c->buf_lock);
 	pthread_mutex_destroy(&c->wb_lock);
 	pthread_cond_destroy(&c->wb_wake);
+	range_lock_destroy(&c->order);
+	pthread_mutex_destroy(&c->log_lock);
+	pthread_cond_destroy(&c->log_cond);
+	pthread_mutex_destroy(&c->retire_lock);
+	free(c->log_path);
 	free((void *)c->present);
 	free((void *)c->unclean);
 	free(c->bucket);
@@ -2195,7 +2110,11 @@ cache_init_locks(struct cache *c)
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&c->wb_wake, &ca);
+	pthread_cond_init(&c->log_cond, &ca);
 	pthread_condattr_destroy(&ca);
+	range_lock_init(&c->order);
+	pthread_mutex_init(&c->log_lock, NULL);
+	pthread_mutex_init(&c->retire_lock, NULL);
 }
 
 /* The size in pages: at least 4 units (or the whole device), at most
@@ -2228,10 +2147,6 @@ cache_open(const struct cache_backing *be, const struct cache_geometry *g,
 	if (!pages) {
 		return -EINVAL;
 	}
-	if (s->kind == RAID_CACHE_LOG) {
-		raid_error("cache=log: not in this build yet");
-		return -ENOTSUP;
-	}
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		return -ENOMEM;
@@ -2263,6 +2178,14 @@ cache_open(const struct cache_backing *be, const struct cache_geometry *g,
 		cache_free(c);
 		return -ENOMEM;
 	}
+	if (s->kind == RAID_CACHE_LOG) {
+		int r = lm_open(c, s);
+
+		if (r < 0) {
+			cache_free(c);
+			return r;
+		}
+	}
 	*out = c;
 	return 0;
 }
@@ -2282,12 +2205,29 @@ cache_close(struct cache *c)
 		r = c->be.flush(c->be.ctx);
 	}
 	dirty = cache_dirty_bytes(c);
-	if (r < 0 || dirty) {
+	if (r == 0 && dirty) {
+		r = -EIO;
+	}
+	if (c->log) {
+		r = lm_close(c, r); /* says what the log keeps */
+	} else if (r < 0) {
 		raid_error(
 			"cache: %llu bytes could not be written back at close (%s): they are lost",
-			(unsigned long long)dirty, strerror(r < 0 ? -r : EIO));
-		r = r < 0 ? r : -EIO;
+			(unsigned long long)dirty, strerror(-r));
 	}
 	cache_free(c);
 	return r;
+}
+
+void
+cache_abandon(struct cache *c)
+{
+	if (!c) {
+		return;
+	}
+	cache_stop(c);
+	if (c->log) {
+		lm_abandon(c);
+	}
+	cache_free(c);
 }

@@ -14,9 +14,10 @@
  * Every function returns 0 or -errno.  Many threads may call the data
  * functions at once (one cache for all connections).
  *
- * cache=log (the persistent log, src/cache_log.c) is built on its own:
- * CACHE_LOG_BUILT says whether this build has it; cache.c marks where it
- * plugs in (docs/cache.md, "Log mode").
+ * cache=log puts the persistent log (src/cache_log.c) behind the RAM
+ * cache (src/cache_logmode.c): every write, zero and trim is a record
+ * first, FLUSH syncs the log, write-back retires records once their data
+ * is on the flushed device (docs/cache.md, "cache=log").
  */
 #ifndef RAID_CACHE_H
 #define RAID_CACHE_H
@@ -25,8 +26,6 @@
 #include <stdint.h>
 
 #include "raid.h"
-
-#define CACHE_LOG_BUILT 0
 
 #define CACHE_MIN_SIZE	 (1ull << 20)	/* cache-size= at least */
 #define CACHE_BLOCK	 4096u		/* dirty bits and pages per 4K */
@@ -57,18 +56,23 @@ struct cache_geometry {
 };
 
 struct cache_settings {
-	enum raid_cache_kind kind; /* RAM (LOG once it is built) */
+	enum raid_cache_kind kind; /* RAM or LOG */
 	enum raid_cache_mode mode;
 	uint64_t size_bytes;
 	uint64_t seq_cutoff; /* 0: never bypass */
 	unsigned hold_ms;
 	const char *log_path; /* cache=log */
+	uint8_t log_uuid[16]; /* the array the log is bound to */
+	bool log_force;	      /* format over another array's log */
 };
 
 /*
  * A cache over be (copied).  Refuses a size that cannot hold 4 units
  * (it would thrash), or more than the device holds (clamped, said in the
- * debug log).  No thread yet: cache_start.
+ * debug log).  No thread yet: cache_start.  cache=log: the log is opened
+ * (formatted when blank), the records a crash left written to the device
+ * in order, the device flushed and the records retired, before it
+ * returns; refusals name the log and the reason.
  */
 int cache_open(const struct cache_backing *be, const struct cache_geometry *g,
 	       const struct cache_settings *s, struct cache **out);
@@ -78,9 +82,13 @@ int cache_start(struct cache *c);
 /*
  * Stop the thread, write back everything and flush the device, free.
  * -errno when some dirty data could not be written back (logged: it is
- * lost).  NULL is fine.
+ * lost; cache=log: it stays in the log, replayed at the next start).
+ * cache=log: the log retired to empty, closed.  NULL is fine.
  */
 int cache_close(struct cache *c);
+/* Tests: free as kill -9 would leave it: nothing written back, the log's
+ * records kept for the next open to replay. */
+void cache_abandon(struct cache *c);
 
 /* The device's requests, through the cache; ranges already checked. */
 int cache_pread(struct cache *c, void *buf, uint64_t count, uint64_t off);
@@ -103,6 +111,10 @@ int cache_extent(struct cache *c, uint64_t off, uint64_t len, uint32_t type,
 		 void *ctx);
 
 void cache_status(struct cache *c, struct raid_cache_status *st);
+
+/* Write back everything, flush the device, and (cache=log) retire the
+ * log to empty: `nbdraid --control PATH cache flush`. */
+int cache_drain_all(struct cache *c);
 
 /* Bytes dirty now (written back not yet, or being written). */
 uint64_t cache_dirty_bytes(struct cache *c);

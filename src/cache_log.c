@@ -39,6 +39,7 @@
 #include "util.h"
 
 void (*clog_sync_hook)(struct clog *l);
+int (*clog_fault_hook)(struct clog *l, bool sync);
 uint64_t clog_seq_lease = 1u << 20;
 
 int
@@ -230,7 +231,10 @@ rec_write(struct clog *l, const struct clog_ent *e, uint64_t offset,
 		memset((uint8_t *)bounce + len, 0, padded - len);
 		iov[n++] = (struct iovec){ bounce, padded };
 	}
-	r = clog_pwritev_all(l->fd, iov, n, e->pos);
+	r = clog_fault_hook ? clog_fault_hook(l, false) : 0;
+	if (r == 0) {
+		r = clog_pwritev_all(l->fd, iov, n, e->pos);
+	}
 	free(bounce);
 	return r;
 }
@@ -324,7 +328,10 @@ clog_sync(struct clog *l, uint64_t lsn)
 		if (clog_sync_hook) {
 			clog_sync_hook(l);
 		}
-		r = fdatasync(l->fd) < 0 ? -errno : 0;
+		r = clog_fault_hook ? clog_fault_hook(l, true) : 0;
+		if (r == 0) {
+			r = fdatasync(l->fd) < 0 ? -errno : 0;
+		}
 		pthread_mutex_lock(&l->lock);
 		l->syncs++;
 		l->syncing = false;

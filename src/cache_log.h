@@ -166,6 +166,12 @@ int clog_examine(const char *path, struct clog_info *info, char *why,
  * fdatasync (so a test can hold it there while others arrive).
  */
 extern void (*clog_sync_hook)(struct clog *l);
+/*
+ * For tests: consulted before every record write (sync false) and every
+ * fdatasync of clog_sync (sync true); a negative return fails that I/O
+ * with it, as the device would.
+ */
+extern int (*clog_fault_hook)(struct clog *l, bool sync);
 /* For tests: sequence numbers reserved per header write (default 2^20). */
 extern uint64_t clog_seq_lease;
 

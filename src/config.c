@@ -373,15 +373,6 @@ set_cache(struct raid_config *c, const char *v)
 	} else if (strcmp(v, "ram") == 0) {
 		c->cache = RAID_CACHE_RAM;
 	} else if (strcmp(v, "log") == 0) {
-		/*
-		 * The persistent log (src/cache_log.c) is built on its own
-		 * branch; cache.c has the hooks (cache.h: CACHE_LOG_BUILT).
-		 */
-		if (!CACHE_LOG_BUILT) {
-			raid_error(
-				"cache 'log': the persistent cache log is not in this build yet; use cache=ram (RAM, lost on a crash unless flushed)");
-			return -ENOTSUP;
-		}
 		c->cache = RAID_CACHE_LOG;
 	} else {
 		raid_error("cache '%s': must be none, ram or log", v);
@@ -569,7 +560,8 @@ static const struct option options[] = {
 	{ "cache", set_cache, false, "cache=none|ram|log",
 	  "A write-back cache in front of the array (default\n"
 	  "none): ram holds writes in memory until flushed or\n"
-	  "written back (docs/cache.md)." },
+	  "written back; log also keeps them in cache-log, which\n"
+	  "FLUSH syncs and a start replays (docs/cache.md)." },
 	{ "cache-size", set_cache_size, false, "cache-size=SIZE",
 	  "Data the cache holds at most (default 256M)." },
 	{ "cache-mode", set_cache_mode, false,
@@ -584,7 +576,9 @@ static const struct option options[] = {
 	  "RAID 5: a partly written stripe waits up to MS for\n"
 	  "the rest before write-back (default 2000)." },
 	{ "cache-log", set_cache_log, false, "cache-log=PATH",
-	  "cache=log: the log file or device." },
+	  "cache=log: the log file or device.  With another cache (or\n"
+	  "none): the log the array had, refused while it holds\n"
+	  "records (force=true drops them)." },
 	{ "gather-wait", set_gather_wait, false, "gather-wait=TIME",
 	  "RAID 5: writes in flight that make whole stripes\n"
 	  "between them are written as whole stripes; a partial\n"
@@ -886,7 +880,10 @@ raid_config_load(struct raid_config *c, const char *path)
 	return r;
 }
 
-/* The cache keys only mean something with a cache, cache-log with log. */
+/*
+ * The cache keys only mean something with a cache; cache-log also
+ * without cache=log (the log the array had: checked at start).
+ */
 static int
 check_cache(const struct raid_config *c)
 {
@@ -900,10 +897,6 @@ check_cache(const struct raid_config *c)
 				   keys[i]);
 			return -EINVAL;
 		}
-	}
-	if (c->cache_log && c->cache != RAID_CACHE_LOG) {
-		raid_error("cache-log= needs cache=log");
-		return -EINVAL;
 	}
 	if (c->cache == RAID_CACHE_LOG && !c->cache_log) {
 		raid_error("cache=log needs cache-log=PATH (a file or device)");

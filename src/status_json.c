@@ -21,13 +21,17 @@
  *              "read_misses": ..., "writes_cached": ..., "write_hits": ...,
  *              "writes_direct": ..., "writes_bypassed": ...,
  *              "written_back_bytes": ..., "writeback_rate": ...,
- *              "writeback_errors": ..., "waits": ...}}
+ *              "writeback_errors": ..., "waits": ...,
+ *              "log": {"path": "/srv/log", "failed": false, "error": null,
+ *                      "used_bytes": ..., "size": ..., "records": ...,
+ *                      "syncs": ..., "retires": ..., "waits": ...,
+ *                      "replayed": ...}}}
  *
  * In raw mode (no superblocks) uuid, name, events and clean are null; a
  * level without a layout name has layout null; a role with no member has
  * path null; spares come after the roles, role null; progress is null
  * when no pass runs, last_check null before a check or repair finished,
- * cache null without a cache.
+ * cache null without a cache, its log null without cache=log.
  */
 #include <stdbool.h>
 #include <stdlib.h>
@@ -207,6 +211,34 @@ add_check_speed(struct json_object *o, const struct raid_status *st)
 	return ok && add(v, "max", json_object_new_uint64(st->speed_max));
 }
 
+/* cache=log's log, or null. */
+static bool
+add_cache_log(struct json_object *o, const struct raid_cache_status *c)
+{
+	struct json_object *v;
+	bool ok;
+
+	if (c->kind != RAID_CACHE_LOG || !c->log_path) {
+		return json_object_object_add(o, "log", NULL) == 0;
+	}
+	v = json_object_new_object();
+	ok = v && add(o, "log", v);
+	ok = ok && add_string(v, "path", c->log_path, false);
+	ok = ok && add(v, "failed", json_object_new_boolean(c->log_failed));
+	ok = ok &&
+	     add_string(v, "error",
+			c->log_failed ? strerror(-c->log_error) : NULL, false);
+	ok = ok &&
+	     add(v, "used_bytes", json_object_new_uint64(c->log_used_bytes));
+	ok = ok && add(v, "size", json_object_new_uint64(c->log_total_bytes));
+	ok = ok && add(v, "records", json_object_new_uint64(c->log_records));
+	ok = ok && add(v, "syncs", json_object_new_uint64(c->log_syncs));
+	ok = ok && add(v, "retires", json_object_new_uint64(c->log_retires));
+	ok = ok && add(v, "waits", json_object_new_uint64(c->log_waits));
+	return ok &&
+	       add(v, "replayed", json_object_new_uint64(c->log_replayed));
+}
+
 /* The cache, or null without one (docs/control.md). */
 static bool
 add_cache(struct json_object *o, const struct raid_status *st)
@@ -246,7 +278,8 @@ add_cache(struct json_object *o, const struct raid_status *st)
 		       json_object_new_uint64(c->writeback_bytes_per_s));
 	ok = ok && add(v, "writeback_errors",
 		       json_object_new_uint64(c->writeback_errors));
-	return ok && add(v, "waits", json_object_new_uint64(c->waits));
+	ok = ok && add(v, "waits", json_object_new_uint64(c->waits));
+	return ok && add_cache_log(v, c);
 }
 
 /* uuid, name, events, clean: from the superblocks, else null. */

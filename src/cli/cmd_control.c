@@ -332,6 +332,18 @@ print_cache(struct json_object *st)
 	       number(c, "read_hits"), number(c, "read_misses"),
 	       number(c, "written_back_bytes"),
 	       number(c, "writeback_rate") / 1024);
+	c = get(c, "log");
+	if (!c) {
+		return;
+	}
+	printf("               Log : %s, %s of %s in use, %" PRIu64
+	       " records, %" PRIu64 " syncs%s%s\n",
+	       text(c, "path"),
+	       cli_human(number(c, "used_bytes"), size, sizeof(size)),
+	       cli_human(number(c, "size"), dirty, sizeof(dirty)),
+	       number(c, "records"), number(c, "syncs"),
+	       get(c, "error") ? ", FAILED: " : "",
+	       get(c, "error") ? text(c, "error") : "");
 }
 
 /* What stripe gathering did (RAID 5), if the array gathers. */

@@ -432,9 +432,9 @@ help_lines_starting(const char *help, const char *key)
 }
 
 /*
- * The cache keys: cache=none|ram (log refused until the log is built),
- * sizes and times in their forms, clear refusals; the others need a
- * cache, cache-log needs cache=log.
+ * The cache keys: cache=none|ram|log, sizes and times in their forms,
+ * clear refusals; the others need a cache, cache=log needs cache-log
+ * (which is taken without cache=log too: the log the array had).
  */
 static void
 test_config_cache_keys(void **state)
@@ -449,8 +449,6 @@ test_config_cache_keys(void **state)
 	assert_int_equal(raid_config_set(&c, "cache", "disk"), -EINVAL);
 	assert_string_equal(t_last_error,
 			    "cache 'disk': must be none, ram or log");
-	assert_int_equal(raid_config_set(&c, "cache", "log"), -ENOTSUP);
-	assert_non_null(strstr(t_last_error, "not in this build yet"));
 	assert_int_equal(raid_config_set(&c, "cache-size", "512K"), -EINVAL);
 	assert_string_equal(t_last_error,
 			    "cache-size '512K': must be a size of at least 1M");
@@ -474,8 +472,18 @@ test_config_cache_keys(void **state)
 	assert_int_equal(c.cache_hold_ms, 1500);
 	assert_int_equal(c.cache_seq_cutoff, 0);
 	assert_int_equal(raid_config_set(&c, "cache-log", "/x/log"), 0);
+	assert_int_equal(raid_config_check(&c), 0);
+	raid_config_free(&c);
+	raid_config_init(&c);
+	assert_int_equal(raid_config_set(&c, "member", "/a"), 0);
+	assert_int_equal(raid_config_set(&c, "cache", "log"), 0);
+	assert_int_equal(c.cache, RAID_CACHE_LOG);
 	assert_int_equal(raid_config_check(&c), -EINVAL);
-	assert_string_equal(t_last_error, "cache-log= needs cache=log");
+	assert_string_equal(
+		t_last_error,
+		"cache=log needs cache-log=PATH (a file or device)");
+	assert_int_equal(raid_config_set(&c, "cache-log", "/x/log"), 0);
+	assert_int_equal(raid_config_check(&c), 0);
 	raid_config_free(&c);
 	raid_config_init(&c);
 	assert_int_equal(raid_config_set(&c, "cache-hold", "2s"), 0);

@@ -1,0 +1,305 @@
+/*
+ * cache_int.h: what cache.c (the RAM cache) and cache_logmode.c (cache=log:
+ * the persistent log behind it) share.  Not for other users: cache.h is
+ * the interface.
+ */
+#ifndef RAID_CACHE_INT_H
+#define RAID_CACHE_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cache.h"
+#include "range_lock.h"
+
+#define CACHE_SHARDS   64
+#define SLAB_PAGES     256	    /* pages allocated at once */
+#define WB_BATCH_BYTES (8ull << 20) /* a write-back's units, at most */
+/*
+ * Write-back workers.  Two measured worse on emulated disks (1M sequential
+ * writes, RAID 5 x4: 0.7x, every member request paying an access time):
+ * two batches in flight interleave two streams on every member.
+ */
+#define WB_THREADS	 1
+#define WB_BUFS_KEPT	 4	       /* batch buffers kept for reuse */
+#define IDLE_NS		 200000000ull  /* clients quiet this long: idle */
+#define POLL_NS		 100000000ull  /* the thread looks this often */
+#define RATE_UPDATE_NS	 1000000000ull /* the PI controller's period */
+#define PI_TARGET_PCT	 10	       /* dirty bytes aimed at, of the size */
+#define PI_P_TERM_S	 40	       /* P: the excess over this many s */
+#define PI_I_TERM_S2	 10000	       /* I: the integral over this */
+#define PI_MIN_RATE	 (64ull << 10) /* bytes/s at least */
+#define PRESSURE_PCT	 75	       /* dirty above this: full speed */
+#define ERROR_BACKOFF_NS 1000000000ull /* after a failed write-back */
+#define STREAMS		 16	       /* sequential streams remembered */
+#define STREAM_WINDOW	 16	       /* requests of reordering tolerated */
+#define BYPASS_FRACTION	 4	       /* bigger than size/this: bypass */
+
+/* ---- structures -------------------------------------------------------- */
+
+struct centry {
+	struct centry *hnext;	      /* the bucket's chain */
+	struct centry *lprev, *lnext; /* the shard's LRU, when in_lru */
+	uint64_t unit;
+	uint64_t dirty_seq; /* oldest write among the dirty blocks; 0 none */
+	uint64_t wb_seq;    /* dirty_seq of what is being written back */
+	uint64_t dirty_ns;  /* when it last went from clean to dirty */
+	uint64_t pin_id;    /* the direct operation holding it; 0 none */
+	uint32_t nr_valid, nr_dirty;
+	uint32_t nr_unclean; /* dirty or in flight */
+	uint32_t cap;	     /* slots in page[] */
+	bool wb;	     /* a write-back holds its in-flight blocks */
+	bool in_lru;	     /* it has clean blocks (evictable ones) */
+	uint8_t **page;	     /* a page per valid block, in block order */
+	uint64_t bits[];     /* valid, dirty, inflight: c->words each */
+};
+
+/*
+ * lock guards the shard's buckets, every field of its entries, the bytes
+ * of their pages, and its LRU (entries with clean blocks, least recently
+ * used first).  Never two shard locks at once; pool.lock and done_lock
+ * may be taken inside.
+ */
+struct shard {
+	pthread_mutex_t lock;
+	struct centry *lru_head, *lru_tail;
+} __attribute__((aligned(64)));
+
+/*
+ * lock guards the free pages, the counts, the reservations and space_gen;
+ * with `space`, the writers waiting for room.  A leaf.
+ */
+struct pool {
+	pthread_mutex_t lock;
+	pthread_cond_t space;
+	uint8_t **free_pages;
+	uint64_t nr_free;
+	uint64_t nr_pages;  /* allocated so far, <= cap */
+	uint64_t cap;	    /* cache-size in pages */
+	uint64_t reserved;  /* promised to writers, not taken yet */
+	uint64_t space_gen; /* moves when pages free or blocks turn clean */
+	void **slabs;
+	uint64_t nr_slabs;
+};
+
+/* A sequential stream: where it ended, how many bytes it ran. */
+struct stream {
+	uint64_t end, run;
+	uint64_t used; /* LRU stamp */
+};
+
+struct dop_req;
+
+struct cache {
+	struct cache_backing be;
+	uint64_t size; /* the device's bytes */
+	uint64_t unit; /* bytes of a unit */
+	uint64_t nr_units;
+	uint32_t block;	      /* bytes of a block */
+	uint32_t unit_blocks; /* blocks of a (not the last) unit */
+	uint32_t words;	      /* 64-bit words of an entry's bitmap */
+	bool hold_partial;
+	atomic_bool writethrough; /* also set when a log fails */
+	enum raid_cache_kind kind;
+	uint64_t seq_cutoff;
+	uint64_t hold_ns;
+
+	struct shard shards[CACHE_SHARDS];
+	struct centry **bucket;
+	unsigned bucket_bits;
+	struct pool pool;
+	/* Per unit, set and cleared under the unit's shard lock. */
+	_Atomic uint64_t *present; /* an entry exists */
+	_Atomic uint64_t *unclean; /* it has dirty or in-flight blocks */
+
+	atomic_uint_fast64_t seq;	 /* writes that dirtied data */
+	atomic_uint_fast64_t op_ids;	 /* direct operations, numbered */
+	atomic_uint_fast64_t nr_unclean; /* blocks dirty or in flight */
+	atomic_uint_fast64_t nr_valid;	 /* blocks cached */
+	atomic_uint_fast64_t last_client_ns;
+	atomic_int wb_error; /* the last write-back's -errno, 0 once one
+				succeeds again */
+	atomic_uint waiting; /* writers waiting for room */
+
+	/*
+	 * done_gen moves (under done_lock, broadcast on done_cond) when a
+	 * write-back completes or a direct operation lets go of its units:
+	 * what flushes and pins wait for.  A leaf.
+	 */
+	pthread_mutex_t done_lock;
+	pthread_cond_t done_cond;
+	atomic_uint_fast64_t done_gen;
+
+	/*
+	 * dop_lock guards the list of direct operations between their start
+	 * and their end (dops), which a write-back checks before it reads a
+	 * span's gaps from the device: an operation that found the unit
+	 * without an entry (and so did not pin it) may be writing there.
+	 * A leaf.
+	 */
+	pthread_mutex_t dop_lock;
+	struct dop_req *dops;
+
+	/* seq_lock guards streams[] and stream_clock.  A leaf. */
+	pthread_mutex_t seq_lock;
+	struct stream streams[STREAMS];
+	uint64_t stream_clock;
+
+	/* buf_lock guards bufs[] (batch buffers for reuse).  A leaf. */
+	pthread_mutex_t buf_lock;
+	uint8_t *bufs[WB_BUFS_KEPT];
+	unsigned nr_bufs;
+
+	/*
+	 * wb_lock guards stop and kick; with wb_wake, the thread's sleep.
+	 * Everything else of the thread's is its own.  A leaf.
+	 */
+	pthread_mutex_t wb_lock;
+	pthread_cond_t wb_wake;
+	bool stop, kick, running;
+	struct wb_worker {
+		struct cache *c;
+		unsigned idx;
+		pthread_t thread;
+	} workers[WB_THREADS];
+	unsigned nr_workers;
+	atomic_uint_fast64_t cursor; /* the unit write-back looks at first */
+
+	atomic_uint_fast64_t rate; /* bytes/s the PI controller allows */
+	int64_t integral;	   /* its I term's sum, byte-seconds */
+	uint64_t rate_ns;	   /* when the rate was last computed */
+	uint64_t rate_bytes;	   /* written_back at that moment */
+
+	struct {
+		atomic_uint_fast64_t read_hits, read_misses, writes_cached,
+			write_hits, writes_direct, writes_bypassed,
+			written_back, wb_rate, wb_errors, waits;
+	} st;
+
+	/*
+	 * cache=log (cache_logmode.c; docs/cache.md, "cache=log"): the
+	 * persistent log, NULL in RAM mode.  cache.c calls lm_* where the
+	 * log plugs in.
+	 */
+	struct clog *log;
+	char *log_path;
+	atomic_int log_state; /* enum lm_state */
+	/*
+	 * order: byte ranges (in whole blocks) of the log mode's writes,
+	 * zeros and trims, held exclusive from before a record is appended
+	 * until the cache (or the device) holds what it says: so records of
+	 * overlapping requests are in the order their data lands in the
+	 * cache, and replay leaves what reads returned.
+	 */
+	struct range_lock order;
+	/*
+	 * log_lock guards pend (the requests between taking their place in
+	 * the log and bringing the cache in line with their record: what
+	 * retire must not pass), log_state's changes, retire_gen and
+	 * log_error; with log_cond, writers waiting for log space or for a
+	 * failed log's drain, and a failing log waiting for pend to empty.
+	 * A leaf.
+	 */
+	pthread_mutex_t log_lock;
+	pthread_cond_t log_cond;
+	struct lm_pend *pend;
+	uint64_t retire_gen; /* moves after every retire (or its failure) */
+	int log_error;	     /* the error that switched the log off */
+	atomic_uint_fast64_t log_last; /* the highest lsn appended */
+	atomic_uint log_waiters;       /* writers waiting for log space */
+	/*
+	 * retire_lock: one retire at a time (it flushes the device, then
+	 * writes the log's header); guards retired and retire_error.  Held
+	 * across that I/O; log_lock and shard locks are taken inside it,
+	 * one at a time, never the other way round.
+	 */
+	pthread_mutex_t retire_lock;
+	uint64_t retired;	 /* records up to this lsn are retired */
+	atomic_int retire_error; /* the last retire's, 0 once one succeeds */
+	int fail_r;		 /* how a failed log's drain went (log_lock) */
+	atomic_uint_fast64_t retire_ns; /* when the last retire ran */
+	struct {
+		atomic_uint_fast64_t waits, replayed, retires;
+	} lst;
+};
+
+/* cache=log's state. */
+enum lm_state {
+	LM_ON,	    /* every write, zero and trim gets a record */
+	LM_FAILING, /* the log failed: draining; requests wait */
+	LM_OFF,	    /* write-through, the log empty (failed or asked) */
+};
+
+/* A write-back in progress: consecutive units u0 .. u0+n-1 claimed. */
+struct wb_batch {
+	uint64_t u0;
+	unsigned n, max;
+	uint8_t *buf;	 /* max units of data, aligned */
+	uint8_t *spare;	 /* as much again: gaps read from the device */
+	uint64_t *mask;	 /* the blocks claimed, words per unit */
+	uint64_t *wmask; /* the blocks to write: claimed, and gaps filled */
+	uint64_t seq;	 /* the oldest write among them */
+};
+
+/* ---- cache.c's internals that cache_logmode.c uses ---- */
+
+uint64_t cache_now_ns(void);
+bool cache_thread_running(struct cache *c);
+void cache_wb_kick(struct cache *c);
+int cache_writeback_round(struct cache *c, bool everything, uint8_t *buf,
+			  uint64_t *bytes);
+/* Write back every dirty block of a write numbered target or lower. */
+int cache_drain(struct cache *c, uint64_t target);
+/* The oldest seq dirty or in flight anywhere (UINT64_MAX: none). */
+uint64_t cache_oldest_unclean(struct cache *c);
+
+enum dop {
+	DOP_WRITE,  /* FUA, or an edge block not cached: copies follow */
+	DOP_WT,	    /* writethrough: the blocks it covers get cached too */
+	DOP_BYPASS, /* sequential past the cutoff: copies dropped */
+	DOP_ZERO,
+	DOP_TRIM,
+};
+
+/*
+ * A request on the device before the reply, the cache brought in line;
+ * blocks it leaves dirty take seq (0: a new number).
+ */
+int cache_direct(struct cache *c, enum dop op, const void *buf, uint64_t count,
+		 uint64_t off, uint32_t flags, uint64_t seq);
+/* A write answered from memory, its dirty blocks numbered seq (0: new). */
+int cache_write_cached(struct cache *c, const uint8_t *buf, uint64_t count,
+		       uint64_t off, uint64_t seq);
+/* The part of a write that goes straight to the device, if any. */
+bool cache_bypass_range(struct cache *c, uint64_t off, uint64_t count,
+			uint64_t *lo, uint64_t *hi);
+
+/* ---- cache_logmode.c ---- */
+
+/* Open the log, replay it onto the device, flush, retire (before use). */
+int lm_open(struct cache *c, const struct cache_settings *s);
+/* At close, after the drain and the device flush (r: how they went). */
+int lm_close(struct cache *c, int r);
+/* Drop the log as a crash would (tests): its records stay. */
+void lm_abandon(struct cache *c);
+/*
+ * The request in log mode: 0 or -errno when done, LM_PASS when the
+ * cache is to do it as without a log (write-through: the log is off).
+ */
+#define LM_PASS 1
+int lm_pwrite(struct cache *c, const void *buf, uint64_t count, uint64_t off,
+	      uint32_t flags);
+int lm_trim(struct cache *c, uint64_t count, uint64_t off, uint32_t flags);
+int lm_zero(struct cache *c, uint64_t count, uint64_t off, uint32_t flags);
+int lm_flush(struct cache *c);
+/* The write-back thread, after a round: retire what is due. */
+void lm_tick(struct cache *c, uint64_t bytes);
+/* Write back at full speed for the log (it fills, or writers wait)? */
+bool lm_pressure(struct cache *c);
+/* Everything written back and flushed (`cache flush`): retire all. */
+int lm_retire_all(struct cache *c);
+void lm_status(struct cache *c, struct raid_cache_status *st);
+
+#endif
