@@ -215,6 +215,26 @@ done_wait(struct cache *c, uint64_t mark)
 	pthread_mutex_unlock(&c->done_lock);
 }
 
+/* As done_wait, for at most ns. */
+static void
+done_wait_for(struct cache *c, uint64_t mark, uint64_t ns)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += ns / 1000000000ull;
+	until.tv_nsec += ns % 1000000000ull;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&c->done_lock);
+	if (atomic_load(&c->done_gen) == mark) {
+		pthread_cond_timedwait(&c->done_cond, &c->done_lock, &until);
+	}
+	pthread_mutex_unlock(&c->done_lock);
+}
+
 static void
 done_signal(struct cache *c)
 {
@@ -1600,8 +1620,10 @@ writeback_round(struct cache *c, bool everything, uint8_t *buf, uint64_t *bytes)
 	}
 	batch_init(c, &b, buf);
 	/* Units due first (full stripes, or held long enough), from the
-	 * cursor round to it; then, when everything may go, any. */
-	for (unsigned pass = 0; pass < (everything ? 4 : 2) && !b.n; pass++) {
+	 * cursor round to it; then, when everything may go, any.  While a
+	 * drain waits, any unit in cursor order: one sweep, which ends. */
+	for (unsigned pass = atomic_load(&c->draining) ? 2 : 0;
+	     pass < (everything ? 4 : 2) && !b.n; pass++) {
 		uint64_t u = pass % 2 ? 0 : start;
 		uint64_t end = pass % 2 ? start : c->nr_units;
 		bool any = pass >= 2;
@@ -1638,58 +1660,152 @@ writeback_round(struct cache *c, bool everything, uint8_t *buf, uint64_t *bytes)
 	return r;
 }
 
+/* Is the caller one of the write-back threads? */
+static bool
+on_wb_thread(struct cache *c)
+{
+	for (unsigned i = 0; i < c->nr_workers; i++) {
+		if (pthread_equal(pthread_self(), c->workers[i].thread)) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Does some unit hold dirty data of a write numbered target or lower, or
+ * write it back now? */
+static bool
+drain_needed(struct cache *c, uint64_t target)
+{
+	for (uint64_t u = 0;
+	     (u = abit_next(c->unclean, u, c->nr_units)) < c->nr_units; u++) {
+		struct shard *s = shard_of(c, u);
+		struct centry *e;
+		bool needs;
+
+		pthread_mutex_lock(&s->lock);
+		e = lookup(c, u);
+		needs = e && ((e->nr_dirty && e->dirty_seq <= target) ||
+			      (e->wb && e->wb_seq <= target));
+		pthread_mutex_unlock(&s->lock);
+		if (needs) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * A drain while the write-back thread runs: the thread writes back, in
+ * one sweep from its cursor (`draining` makes it take any unit, at full
+ * speed), and the drain waits until nothing it covers is dirty or in
+ * flight.  One writer: a second one (the drain writing batches of its
+ * own beside the thread's) interleaves two streams on every member, each
+ * request paying an access time on a disk.  -EAGAIN when write-back
+ * fails or the thread stops: the caller writes back itself (and gets the
+ * error).
+ */
+static int
+drain_by_thread(struct cache *c, uint64_t target)
+{
+	int r = 0;
+
+	atomic_fetch_add(&c->draining, 1);
+	wb_kick(c);
+	for (;;) {
+		uint64_t mark = done_mark(c);
+
+		if (!drain_needed(c, target)) {
+			break;
+		}
+		if (atomic_load(&c->wb_error) < 0 || !thread_running(c)) {
+			r = -EAGAIN;
+			break;
+		}
+		done_wait_for(c, mark, POLL_NS);
+	}
+	atomic_fetch_sub(&c->draining, 1);
+	return r;
+}
+
+/* A drain's own batch: the cursor moved past it first. */
+static int
+drain_write(struct cache *c, struct wb_batch *b, uint64_t *bytes)
+{
+	atomic_store(&c->cursor, b->u0 + b->n);
+	return batch_write(c, b, bytes);
+}
+
 /*
  * Write back every dirty block of a write numbered target or lower, and
  * wait for write-backs of such blocks already in flight (FLUSH, close,
  * `cache flush`).  Writes that came later are left alone, so a flush
- * ends under any load.
+ * ends under any load.  by_thread (FLUSH, `cache flush`): the thread does
+ * it when it runs (drain_by_thread).  Else (cache=log making room: the
+ * oldest records' data first, wherever it is; close, the thread stopped),
+ * or when write-back fails, the drain writes back itself, sweeping from
+ * the cursor round to it.
  */
 static int
-drain(struct cache *c, uint64_t target)
+drain(struct cache *c, uint64_t target, bool by_thread)
 {
-	uint8_t *buf = buf_get(c);
 	struct wb_batch b;
 	uint64_t bytes = 0;
-	int r = 0;
+	uint8_t *buf;
+	int r;
 
+	if (by_thread && thread_running(c) && !on_wb_thread(c) &&
+	    (r = drain_by_thread(c, target)) != -EAGAIN) {
+		return r;
+	}
+	r = 0;
+	buf = buf_get(c);
 	if (!buf) {
 		return -ENOMEM;
 	}
 	batch_init(c, &b, buf);
 	for (;;) {
-		uint64_t mark = done_mark(c), u = 0;
+		uint64_t mark = done_mark(c), start = atomic_load(&c->cursor);
 		bool wait = false, did = false;
 
-		while (r == 0 && (u = abit_next(c->unclean, u, c->nr_units)) <
-					 c->nr_units) {
-			struct shard *s = shard_of(c, u);
-			bool needs, busy, flush_first = false;
-			struct centry *e;
+		start = start < c->nr_units ? start : 0;
+		for (unsigned pass = 0; pass < 2 && r == 0; pass++) {
+			uint64_t u = pass ? 0 : start;
+			uint64_t end = pass ? start : c->nr_units;
 
-			pthread_mutex_lock(&s->lock);
-			e = lookup(c, u);
-			needs = e && ((e->nr_dirty && e->dirty_seq <= target) ||
-				      (e->wb && e->wb_seq <= target));
-			busy = e && (e->wb || e->pin_id);
-			if (needs && !busy) {
-				flush_first = b.n &&
-					      (u != b.u0 + b.n || b.n == b.max);
-				if (!flush_first) {
-					claim(c, e, &b);
+			while (r == 0 &&
+			       (u = abit_next(c->unclean, u, end)) < end) {
+				struct shard *s = shard_of(c, u);
+				bool needs, busy, flush_first = false;
+				struct centry *e;
+
+				pthread_mutex_lock(&s->lock);
+				e = lookup(c, u);
+				needs = e && ((e->nr_dirty &&
+					       e->dirty_seq <= target) ||
+					      (e->wb && e->wb_seq <= target));
+				busy = e && (e->wb || e->pin_id);
+				if (needs && !busy) {
+					flush_first = b.n && (u != b.u0 + b.n ||
+							      b.n == b.max);
+					if (!flush_first) {
+						claim(c, e, &b);
+					}
 				}
+				wait |= needs && busy;
+				pthread_mutex_unlock(&s->lock);
+				if (flush_first) {
+					r = drain_write(c, &b, &bytes);
+					did = true;
+					continue; /* u again */
+				}
+				u++;
 			}
-			wait |= needs && busy;
-			pthread_mutex_unlock(&s->lock);
-			if (flush_first) {
-				r = batch_write(c, &b, &bytes);
+			/* A batch never spans the wrap. */
+			if (r == 0 && b.n) {
+				r = drain_write(c, &b, &bytes);
 				did = true;
-				continue; /* u again */
 			}
-			u++;
-		}
-		if (r == 0 && b.n) {
-			r = batch_write(c, &b, &bytes);
-			did = true;
 		}
 		if (r < 0 || (!did && !wait)) {
 			break;
@@ -1713,7 +1829,7 @@ cache_flush(struct cache *c)
 	if (c->log && (r = lm_flush(c)) != LM_PASS) {
 		return r;
 	}
-	r = drain(c, target);
+	r = drain(c, target, true);
 	if (r == 0) {
 		r = c->be.flush(c->be.ctx);
 	}
@@ -1737,13 +1853,13 @@ cache_writeback_round(struct cache *c, bool everything, uint8_t *buf,
 int
 cache_drain(struct cache *c, uint64_t target)
 {
-	return drain(c, target);
+	return drain(c, target, false);
 }
 
 int
 cache_drain_all(struct cache *c)
 {
-	int r = drain(c, UINT64_MAX);
+	int r = drain(c, UINT64_MAX, true);
 
 	if (r == 0) {
 		r = c->be.flush(c->be.ctx);
@@ -1888,6 +2004,7 @@ wb_main(void *arg)
 		uint64_t unclean = atomic_load(&c->nr_unclean);
 		bool idle = now - last >= IDLE_NS;
 		bool pressure = atomic_load(&c->waiting) ||
+				atomic_load(&c->draining) ||
 				unclean * 100 >= cap * PRESSURE_PCT ||
 				(c->log && lm_pressure(c));
 		bool fast = idle || pressure;
@@ -2200,7 +2317,7 @@ cache_close(struct cache *c)
 		return 0;
 	}
 	cache_stop(c);
-	r = drain(c, UINT64_MAX);
+	r = drain(c, UINT64_MAX, false);
 	if (r == 0) {
 		r = c->be.flush(c->be.ctx);
 	}

@@ -119,9 +119,10 @@ struct cache {
 	atomic_uint_fast64_t nr_unclean; /* blocks dirty or in flight */
 	atomic_uint_fast64_t nr_valid;	 /* blocks cached */
 	atomic_uint_fast64_t last_client_ns;
-	atomic_int wb_error; /* the last write-back's -errno, 0 once one
-				succeeds again */
-	atomic_uint waiting; /* writers waiting for room */
+	atomic_int wb_error;  /* the last write-back's -errno, 0 once one
+				 succeeds again */
+	atomic_uint waiting;  /* writers waiting for room */
+	atomic_uint draining; /* drains (FLUSH, close) running */
 
 	/*
 	 * done_gen moves (under done_lock, broadcast on done_cond) when a
