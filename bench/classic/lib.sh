@@ -173,13 +173,14 @@ stop_server() {
 }
 
 # config_parse CONFIG: "1disk" (nbdraid level=0 over one member, the
-# baseline) or "L x N [-cCHUNK] [-mROLE]" as "0x4-c64K", "5x4", "1x2",
-# "5x4-m3" (RAID 5 over 4 with role 3 given as member=missing: the array
-# runs degraded from the start).  Sets LEVEL, NMEM, CHUNK, MISSING (a role,
-# or empty).
+# baseline) or "L x N [-cCHUNK] [-mROLE] [-CCACHE]" as "0x4-c64K", "5x4",
+# "1x2", "5x4-m3" (RAID 5 over 4 with role 3 given as member=missing: the
+# array runs degraded from the start), "5x4-Cram" (study 8: cache=ram; also
+# log, and filter: nbdkit's cache filter in front).  Sets LEVEL, NMEM,
+# CHUNK, MISSING (a role, or empty), CACHE (none, ram, log, filter).
 config_parse() {
 	local c=$1 part
-	CHUNK=$DEFAULT_CHUNK MISSING=
+	CHUNK=$DEFAULT_CHUNK MISSING='' CACHE=none
 	case $c in
 	1disk) LEVEL=0 NMEM=1 ;;
 	*x*)
@@ -194,6 +195,7 @@ config_parse() {
 			case $part in
 			c?*) CHUNK=${part#c} ;;
 			m[0-9]*) MISSING=${part#m} ;;
+			Cram | Clog | Cfilter) CACHE=${part#C} ;;
 			*) die "bad config '$1'" ;;
 			esac
 		done
@@ -238,7 +240,9 @@ start_array() {
 #   db  database     90 % random, 90 % read, 2K,  QD128 (bench/run: 4K)
 #   fs  file server 100 % random, 80 % read, 16K, QD128
 #   ws  workstation  80 % random, 70 % read, 16K, QD1
-# (db, fs, ws take their BS and QD from the pattern string too).
+# (db, fs, ws take their BS and QD from the pattern string too), and for
+# study 8: fsync, random writes with a FLUSH after each (a database's
+# fsync); writeflush and copy are fixed amounts, run by s8-cache.sh.
 # Sets FIO_ARGS, KIND, BS, QD.
 pattern_parse() {
 	IFS=: read -r KIND BS QD <<<"$1"
@@ -249,6 +253,8 @@ pattern_parse() {
 	db) FIO_ARGS+=(--rw=randrw --rwmixread=90 --percentage_random=90) ;;
 	fs) FIO_ARGS+=(--rw=randrw --rwmixread=80) ;;
 	ws) FIO_ARGS+=(--rw=randrw --rwmixread=70 --percentage_random=80) ;;
+	fsync) FIO_ARGS+=(--rw=randwrite --fsync=1) ;;
+	writeflush | copy) ;;
 	*) die "bad pattern kind '$KIND' in '$1'" ;;
 	esac
 }

@@ -110,18 +110,19 @@ for row in ROWS:
 # --- labels ------------------------------------------------------------------
 
 def config(c):
-    """Level, members, chunk, missing role (or None) and label of '1disk',
-    '0x4', '0x4-c64K', '5x4', '5x4-m3' (role 3 missing)."""
+    """Level, members, chunk, missing role (or None), cache and label of
+    '1disk', '0x4', '0x4-c64K', '5x4', '5x4-m3' (role 3 missing), '5x4-Cram'
+    (study 8: a cache, or nbdkit's cache filter)."""
     if c == BASE:
-        return dict(config=c, level=0, members=1, chunk=None, missing=None,
+        return dict(config=c, level=0, members=1, chunk=None, missing=None, cache="none",
                     config_label=D["BASELINE_LABEL"])
     level, rest = c.split("x", 1)
     members, *parts = rest.split("-")
     opt = {x[0]: x[1:] for x in parts}
     d = dict(config=c, level=int(level), members=int(members), chunk=opt.get("c") or FACTS["chunk"],
-             missing=int(opt["m"]) if "m" in opt else None)
+             missing=int(opt["m"]) if "m" in opt else None, cache=opt.get("C", "none"))
     tmpl = D["CONFIG_LABEL"] if d["missing"] is None else D["CONFIG_LABEL_MISSING"]
-    return dict(d, config_label=tmpl.format_map(d))
+    return dict(d, config_label=tmpl.format_map(d) + D["CACHE_LABEL"].get(d["cache"], ""))
 
 
 def pattern(p):
@@ -400,10 +401,47 @@ class Part:
         for p in self.pats:
             for rule in (r for r in spec["rules"] if matches(r, p)):
                 for c, threshold in rule["configs"]:
-                    r = self.ratio(c, p)
+                    r = self.ratio(c, p, rule.get("base"))
                     text = rule["text"].format_map(dict(dims(c, p), threshold=threshold))
                     goal(text, self.medium, r and r["med"], threshold, self.where(c, p))
         return []
+
+    def versus(self, spec):
+        """Study 8: per level, a table of patterns: the level without a
+        cache (absolute), then each column's configuration (the level with
+        a cache) over its base (the level without one, or with another
+        cache); an "extra" line per pattern it names; and the "floor" goal:
+        each mode at or above a base on every row."""
+        out = []
+        for lv in spec["levels"]:
+            def cfg(mode):
+                return lv if mode in (None, "none") else "%s-C%s" % (lv, mode)
+            pats = [p for p in self.pats if cell(self.where(lv, p))]
+            cols = [(cfg(a), cfg(b), h) for a, b, h in spec["columns"]
+                    if any(cell(self.where(cfg(a), p)) for p in pats)]
+            rows = []
+            for p in pats:
+                w = self.where(lv, p)
+                rows.append([label("pattern", p), fmt_abs(med(w, "iops"), med(w, "mbps"), p)]
+                            + [fmt_ratio(self.ratio(a, p, b)) for a, b, _h in cols])
+            out += [spec["caption"].format_map(config(lv)),
+                    md_table(spec["header"] + [h for _a, _b, h in cols], rows)]
+            for p in pats:
+                ref, text = spec.get("extra", {}).get(pattern(p)["kind"], (None, None))
+                if ref and cell(self.where(ref, p)):
+                    w = self.where(ref, p)
+                    out.append(text.format(abs=fmt_abs(med(w, "iops"), med(w, "mbps"), p), **{
+                        m: fmt_ratio(self.ratio(cfg(m), p, ref)) for m in ("ram", "log")}))
+            fl = spec.get("floor")
+            for mode in (fl or {}).get("modes", []):
+                c, b = cfg(mode), cfg("filter")
+                rs = [(r["med"], p) for p in pats for r in [self.ratio(c, p, b)] if r]
+                if not rs:
+                    continue
+                low, p = min(rs)
+                goal(fl["text"].format_map(dims(c, p)), self.medium, low, fl["threshold"],
+                     self.where(c, p))
+        return out
 
     def baseline(self, spec):
         """One member's figures: every pattern, or the grid's four corners."""
@@ -527,7 +565,7 @@ class Part:
 
 
 BLOCKS = {b: getattr(Part, b) for b in ("table", "pairs", "goals", "baseline", "grid", "counts",
-                                        "chart")}
+                                        "chart", "versus")}
 
 
 # --- sections ----------------------------------------------------------------
