@@ -1548,20 +1548,173 @@ complete_unit(struct cache *c, struct wb_batch *b, unsigned k, int r)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* ---- the stripe writers ------------------------------------------------- */
+
+/* Take the next piece, write it, count it (io_lock held, let go across). */
+static void
+io_take(struct cache *c)
+{
+	struct wb_piece p = c->io_piece[c->io_next++];
+	int r;
+
+	pthread_mutex_unlock(&c->io_lock);
+	r = c->be.write(c->be.ctx, p.buf, p.len, p.off, 0);
+	pthread_mutex_lock(&c->io_lock);
+	if (r < 0 && !c->io_err) {
+		c->io_err = r;
+	}
+	if (--c->io_left == 0) {
+		pthread_cond_broadcast(&c->io_done);
+	}
+}
+
+static void *
+io_main(void *arg)
+{
+	struct cache *c = arg;
+
+	pthread_mutex_lock(&c->io_lock);
+	for (;;) {
+		while (!c->io_stop && c->io_next >= c->io_avail) {
+			pthread_cond_wait(&c->io_more, &c->io_lock);
+		}
+		if (c->io_stop) {
+			break;
+		}
+		io_take(c);
+	}
+	pthread_mutex_unlock(&c->io_lock);
+	return NULL;
+}
+
+/* The stripe writers' pieces, if no other batch has them (io_lock). */
+static bool
+io_acquire(struct cache *c)
+{
+	bool got;
+
+	if (!c->nr_io_threads) {
+		return false;
+	}
+	pthread_mutex_lock(&c->io_lock);
+	got = !c->io_busy;
+	if (got) {
+		c->io_busy = true;
+		c->io_n = c->io_next = c->io_left = 0;
+		c->io_err = 0;
+	}
+	pthread_mutex_unlock(&c->io_lock);
+	return got;
+}
+
+/* Queue [buf, buf+len) at off, cut at units (stripes); a piece beyond
+ * io_cap (io_start's bound says none is) is written here and now.  The
+ * batch's owner only (io_busy): helpers see none before io_run. */
+static int
+io_add(struct cache *c, const uint8_t *buf, uint64_t len, uint64_t off)
+{
+	int r = 0;
+
+	while (len && r == 0) {
+		uint64_t n = MIN(len, c->unit - off % c->unit);
+
+		if (c->io_n < c->io_cap) {
+			c->io_piece[c->io_n++] =
+				(struct wb_piece){ .buf = buf,
+						   .len = n,
+						   .off = off };
+		} else {
+			r = c->be.write(c->be.ctx, buf, n, off, 0);
+		}
+		buf += n;
+		off += n;
+		len -= n;
+	}
+	return r;
+}
+
+/* Write the queued pieces: the helpers and this thread each take the
+ * next one; then let go of them.  The first error, or 0. */
+static int
+io_run(struct cache *c)
+{
+	int r;
+
+	pthread_mutex_lock(&c->io_lock);
+	c->io_left = c->io_avail = c->io_n;
+	pthread_cond_broadcast(&c->io_more);
+	while (c->io_next < c->io_avail) {
+		io_take(c);
+	}
+	while (c->io_left) {
+		pthread_cond_wait(&c->io_done, &c->io_lock);
+	}
+	r = c->io_err;
+	c->io_n = c->io_avail = c->io_next = 0;
+	c->io_busy = false;
+	pthread_mutex_unlock(&c->io_lock);
+	return r;
+}
+
+/* Start the stripe writers (parity levels; after fork).  Without them a
+ * batch is written from its own thread, one stripe after another. */
+static void
+io_start(struct cache *c)
+{
+	/* A batch's pieces: a run per unit at most, or a run per two
+	 * blocks where the gaps were not filled. */
+	unsigned cap = batch_units(c) * (c->unit_blocks / 2 + 1);
+
+	if (!c->hold_partial || c->nr_io_threads) {
+		return;
+	}
+	if (!c->io_piece) {
+		c->io_piece = calloc(cap, sizeof(*c->io_piece));
+		if (!c->io_piece) {
+			return;
+		}
+		c->io_cap = cap;
+	}
+	c->io_stop = false;
+	for (unsigned i = 0; i < WB_DEPTH - 1; i++) {
+		if (pthread_create(&c->io_threads[i], NULL, io_main, c)) {
+			break;
+		}
+		c->nr_io_threads++;
+	}
+}
+
+static void
+io_stop_all(struct cache *c)
+{
+	pthread_mutex_lock(&c->io_lock);
+	c->io_stop = true;
+	pthread_cond_broadcast(&c->io_more);
+	pthread_mutex_unlock(&c->io_lock);
+	for (unsigned i = 0; i < c->nr_io_threads; i++) {
+		pthread_join(c->io_threads[i], NULL);
+	}
+	c->nr_io_threads = 0;
+}
+
 /*
  * Write the batch's claimed blocks, each run of them (across its units)
- * in one device write, then complete every unit.  *bytes written.
+ * in one device write, then complete every unit.  *bytes written.  On
+ * parity levels the runs go to the stripe writers, cut at units, so that
+ * WB_DEPTH stripes are in flight (the array writes a stripe at a time).
  */
 static int
 batch_write(struct cache *c, struct wb_batch *b, uint64_t *bytes)
 {
 	uint64_t total = (uint64_t)b->n * c->unit_blocks, done = 0;
 	uint64_t base = b->u0 * c->unit;
+	bool par;
 	int r = 0;
 
 	if (c->hold_partial) {
 		r = fill_gaps(c, b);
 	}
+	par = r == 0 && io_acquire(c);
 	for (uint64_t g = 0; g < total && r == 0;) {
 		uint64_t h = g, lo, hi;
 
@@ -1574,10 +1727,19 @@ batch_write(struct cache *c, struct wb_batch *b, uint64_t *bytes)
 		}
 		lo = base + g * c->block;
 		hi = MIN(base + h * c->block, c->size);
-		r = c->be.write(c->be.ctx, b->buf + g * c->block, hi - lo, lo,
-				0);
+		if (par) {
+			r = io_add(c, b->buf + g * c->block, hi - lo, lo);
+		} else {
+			r = c->be.write(c->be.ctx, b->buf + g * c->block,
+					hi - lo, lo, 0);
+		}
 		done += hi - lo;
 		g = h;
+	}
+	if (par) {
+		int r2 = io_run(c);
+
+		r = r ? r : r2;
 	}
 	for (unsigned k = 0; k < b->n; k++) {
 		complete_unit(c, b, k, r);
@@ -2081,6 +2243,7 @@ cache_start(struct cache *c)
 		}
 	}
 	c->nr_workers = WB_THREADS;
+	io_start(c);
 	__atomic_store_n(&c->running, true, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -2099,6 +2262,7 @@ cache_stop(struct cache *c)
 		pthread_join(c->workers[i].thread, NULL);
 	}
 	c->nr_workers = 0;
+	io_stop_all(c);
 	__atomic_store_n(&c->running, false, __ATOMIC_RELEASE);
 }
 
@@ -2195,6 +2359,10 @@ cache_free(struct cache *c)
 	}
 	pthread_mutex_destroy(&c->buf_lock);
 	pthread_mutex_destroy(&c->wb_lock);
+	pthread_mutex_destroy(&c->io_lock);
+	pthread_cond_destroy(&c->io_more);
+	pthread_cond_destroy(&c->io_done);
+	free(c->io_piece);
 	pthread_cond_destroy(&c->wb_wake);
 	range_lock_destroy(&c->order);
 	pthread_mutex_destroy(&c->log_lock);
@@ -2224,6 +2392,9 @@ cache_init_locks(struct cache *c)
 	pthread_mutex_init(&c->dop_lock, NULL);
 	pthread_mutex_init(&c->buf_lock, NULL);
 	pthread_mutex_init(&c->wb_lock, NULL);
+	pthread_mutex_init(&c->io_lock, NULL);
+	pthread_cond_init(&c->io_more, NULL);
+	pthread_cond_init(&c->io_done, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&c->wb_wake, &ca);

@@ -22,7 +22,15 @@
  * writes, RAID 5 x4: 0.7x, every member request paying an access time):
  * two batches in flight interleave two streams on every member.
  */
-#define WB_THREADS	 1
+#define WB_THREADS 1
+/*
+ * Stripe writes of one batch in flight at once, where the array writes a
+ * stripe at a time (parity levels: each stripe under its lock, its member
+ * writes run before the next stripe's): the batch's thread and
+ * WB_DEPTH - 1 helpers each take the next stripe, so every member has the
+ * next few of its chunks queued, in order: one stream per member.
+ */
+#define WB_DEPTH	 4
 #define WB_BUFS_KEPT	 4	       /* batch buffers kept for reuse */
 #define IDLE_NS		 200000000ull  /* clients quiet this long: idle */
 #define POLL_NS		 100000000ull  /* the thread looks this often */
@@ -167,6 +175,27 @@ struct cache {
 	} workers[WB_THREADS];
 	unsigned nr_workers;
 	atomic_uint_fast64_t cursor; /* the unit write-back looks at first */
+
+	/*
+	 * The stripe writers (WB_DEPTH; parity levels).  io_lock guards the
+	 * pieces of the batch being written (io_piece[0..io_avail): those
+	 * the helpers may take, io_next the next to take, io_left those not
+	 * finished, io_err the first error), io_busy (a batch owns the
+	 * pieces: its owner fills io_piece[io_n..] without the lock until
+	 * io_run publishes them) and io_stop; io_more wakes the helpers,
+	 * io_done the batch's owner.  A leaf.
+	 */
+	pthread_mutex_t io_lock;
+	pthread_cond_t io_more, io_done;
+	struct wb_piece {
+		const uint8_t *buf;
+		uint64_t len, off;
+	} * io_piece;
+	unsigned io_cap, io_n, io_avail, io_next, io_left;
+	int io_err;
+	bool io_busy, io_stop;
+	pthread_t io_threads[WB_DEPTH - 1];
+	unsigned nr_io_threads;
 
 	atomic_uint_fast64_t rate; /* bytes/s the PI controller allows */
 	int64_t integral;	   /* its I term's sum, byte-seconds */
