@@ -788,12 +788,7 @@ static void
 dop_enter(struct cache *c, struct dop_req *d)
 {
 	pthread_mutex_lock(&c->dop_lock);
-	d->prev = NULL;
-	d->next = c->dops;
-	if (c->dops) {
-		c->dops->prev = d;
-	}
-	c->dops = d;
+	DLIST_PUSH(c->dops, d);
 	pthread_mutex_unlock(&c->dop_lock);
 }
 
@@ -801,14 +796,7 @@ static void
 dop_leave(struct cache *c, struct dop_req *d)
 {
 	pthread_mutex_lock(&c->dop_lock);
-	if (d->prev) {
-		d->prev->next = d->next;
-	} else {
-		c->dops = d->next;
-	}
-	if (d->next) {
-		d->next->prev = d->prev;
-	}
+	DLIST_UNLINK(c->dops, d);
 	pthread_mutex_unlock(&c->dop_lock);
 }
 

@@ -81,12 +81,7 @@ pend_enter(struct cache *c, struct lm_pend *p)
 	on = atomic_load(&c->log_state) == LM_ON;
 	if (on) {
 		p->floor = UINT64_MAX;
-		p->prev = NULL;
-		p->next = c->pend;
-		if (c->pend) {
-			c->pend->prev = p;
-		}
-		c->pend = p;
+		DLIST_PUSH(c->pend, p);
 	}
 	pthread_mutex_unlock(&c->log_lock);
 	return on;
@@ -115,14 +110,7 @@ static void
 pend_leave(struct cache *c, struct lm_pend *p)
 {
 	pthread_mutex_lock(&c->log_lock);
-	if (p->prev) {
-		p->prev->next = p->next;
-	} else {
-		c->pend = p->next;
-	}
-	if (p->next) {
-		p->next->prev = p->prev;
-	}
+	DLIST_UNLINK(c->pend, p);
 	if (!c->pend && atomic_load(&c->log_state) == LM_FAILING) {
 		pthread_cond_broadcast(&c->log_cond);
 	}

@@ -1,4 +1,4 @@
-/* util.h: tiny arithmetic helpers; each states its precondition. */
+/* util.h: tiny helpers (arithmetic, lists); each states its precondition. */
 #ifndef RAID_UTIL_H
 #define RAID_UTIL_H
 
@@ -18,6 +18,32 @@
 #define ROUND_DOWN_ANY(x, m) ((((uint64_t)(x)) / (m)) * (m))
 #define ROUND_UP_ANY(x, m)   (DIV_ROUND_UP(x, m) * (m))
 #define ARRAY_SIZE(a)	     (sizeof(a) / sizeof((a)[0]))
+
+/*
+ * A doubly linked list of structs with prev and next fields, headed by a
+ * pointer to the first (NULL: empty).  Push e in front, or unlink it.
+ * The caller holds whatever guards the list.
+ */
+#define DLIST_PUSH(head, e)                                                    \
+	do {                                                                   \
+		(e)->prev = NULL;                                              \
+		(e)->next = (head);                                            \
+		if (head) {                                                    \
+			(head)->prev = (e);                                    \
+		}                                                              \
+		(head) = (e);                                                  \
+	} while (0)
+#define DLIST_UNLINK(head, e)                                                  \
+	do {                                                                   \
+		if ((e)->prev) {                                               \
+			(e)->prev->next = (e)->next;                           \
+		} else {                                                       \
+			(head) = (e)->next;                                    \
+		}                                                              \
+		if ((e)->next) {                                               \
+			(e)->next->prev = (e)->prev;                           \
+		}                                                              \
+	} while (0)
 
 static inline bool
 is_power_of_2(uint64_t x)
