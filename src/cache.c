@@ -1299,28 +1299,31 @@ cache_pwrite(struct cache *c, const void *buf, uint64_t count, uint64_t off,
 	return r;
 }
 
-int
-cache_trim(struct cache *c, uint64_t count, uint64_t off, uint32_t flags)
+/* Trim or zero (op): on the device before the reply, cache=log's record. */
+static int
+trim_or_zero(struct cache *c, enum dop op, uint64_t count, uint64_t off,
+	     uint32_t flags)
 {
 	int r;
 
 	note_client(c);
-	if (c->log && (r = lm_trim(c, count, off, flags)) != LM_PASS) {
+	if (c->log &&
+	    (r = lm_trim_or_zero(c, op, count, off, flags)) != LM_PASS) {
 		return r;
 	}
-	return cache_direct(c, DOP_TRIM, NULL, count, off, flags, 0);
+	return cache_direct(c, op, NULL, count, off, flags, 0);
+}
+
+int
+cache_trim(struct cache *c, uint64_t count, uint64_t off, uint32_t flags)
+{
+	return trim_or_zero(c, DOP_TRIM, count, off, flags);
 }
 
 int
 cache_zero(struct cache *c, uint64_t count, uint64_t off, uint32_t flags)
 {
-	int r;
-
-	note_client(c);
-	if (c->log && (r = lm_zero(c, count, off, flags)) != LM_PASS) {
-		return r;
-	}
-	return cache_direct(c, DOP_ZERO, NULL, count, off, flags, 0);
+	return trim_or_zero(c, DOP_ZERO, count, off, flags);
 }
 
 /* ---- write-back -------------------------------------------------------- */

@@ -442,10 +442,11 @@ lm_pwrite(struct cache *c, const void *buf, uint64_t count, uint64_t off,
 }
 
 /* Zero or trim: on the device (the cache in line), then its records. */
-static int
-lm_direct(struct cache *c, enum dop op, uint32_t type, uint64_t count,
-	  uint64_t off, uint32_t flags)
+int
+lm_trim_or_zero(struct cache *c, enum dop op, uint64_t count, uint64_t off,
+		uint32_t flags)
 {
+	uint32_t type = op == DOP_ZERO ? CLOG_ZERO : CLOG_TRIM;
 	uint64_t end = off + count, lsn = 0;
 	struct range_req rr;
 	struct lm_pend pd;
@@ -483,18 +484,6 @@ lm_direct(struct cache *c, enum dop op, uint32_t type, uint64_t count,
 		r = sync_fua(c, lsn);
 	}
 	return r;
-}
-
-int
-lm_trim(struct cache *c, uint64_t count, uint64_t off, uint32_t flags)
-{
-	return lm_direct(c, DOP_TRIM, CLOG_TRIM, count, off, flags);
-}
-
-int
-lm_zero(struct cache *c, uint64_t count, uint64_t off, uint32_t flags)
-{
-	return lm_direct(c, DOP_ZERO, CLOG_ZERO, count, off, flags);
 }
 
 int
