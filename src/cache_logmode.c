@@ -380,6 +380,32 @@ sync_fua(struct cache *c, uint64_t lsn)
 
 /* ---- requests ---------------------------------------------------------- */
 
+/*
+ * A request's start: the order lock over its blocks [off, end), then its
+ * place in pend.  false (nothing held) when the log is not on: after a
+ * failed log's drain, the cache does it as without a log.
+ */
+static bool
+request_start(struct cache *c, struct range_req *rr, struct lm_pend *pd,
+	      uint64_t off, uint64_t end)
+{
+	range_lock(&c->order, rr, ROUND_DOWN(off, c->block),
+		   ROUND_UP(end, c->block), true);
+	if (!pend_enter(c, pd)) {
+		range_unlock(&c->order, rr);
+		lm_on(c);
+		return false;
+	}
+	return true;
+}
+
+static void
+request_end(struct cache *c, struct range_req *rr, struct lm_pend *pd)
+{
+	pend_leave(c, pd);
+	range_unlock(&c->order, rr);
+}
+
 int
 lm_pwrite(struct cache *c, const void *buf, uint64_t count, uint64_t off,
 	  uint32_t flags)
@@ -395,11 +421,7 @@ lm_pwrite(struct cache *c, const void *buf, uint64_t count, uint64_t off,
 		return LM_PASS;
 	}
 	max = ROUND_DOWN(clog_max_len(c->log), c->block);
-	range_lock(&c->order, &rr, ROUND_DOWN(off, c->block),
-		   ROUND_UP(end, c->block), true);
-	if (!pend_enter(c, &pd)) {
-		range_unlock(&c->order, &rr);
-		lm_on(c);
+	if (!request_start(c, &rr, &pd, off, end)) {
 		return LM_PASS;
 	}
 	bypass = cache_bypass_range(c, off, count, &lo, &hi);
@@ -425,8 +447,7 @@ lm_pwrite(struct cache *c, const void *buf, uint64_t count, uint64_t off,
 		pend_release(c, &pd);
 		at = stop;
 	}
-	pend_leave(c, &pd);
-	range_unlock(&c->order, &rr);
+	request_end(c, &rr, &pd);
 	if (bypass) {
 		atomic_fetch_add(&c->st.writes_bypassed, 1);
 	}
@@ -455,11 +476,7 @@ lm_trim_or_zero(struct cache *c, enum dop op, uint64_t count, uint64_t off,
 	if (!count || !lm_on(c)) {
 		return count ? LM_PASS : 0;
 	}
-	range_lock(&c->order, &rr, ROUND_DOWN(off, c->block),
-		   ROUND_UP(end, c->block), true);
-	if (!pend_enter(c, &pd)) {
-		range_unlock(&c->order, &rr);
-		lm_on(c);
+	if (!request_start(c, &rr, &pd, off, end)) {
 		return LM_PASS;
 	}
 	/*
@@ -474,8 +491,7 @@ lm_trim_or_zero(struct cache *c, enum dop op, uint64_t count, uint64_t off,
 		lr = lm_append(c, &pd, type, at, len, NULL, &lsn);
 		at += len;
 	}
-	pend_leave(c, &pd);
-	range_unlock(&c->order, &rr);
+	request_end(c, &rr, &pd);
 	if (lr < 0) {
 		/* On the device; the log emptied behind it (or not: said). */
 		return lm_fail(c, lr);
