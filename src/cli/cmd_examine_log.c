@@ -13,22 +13,11 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "cache_log.h"
 #include "cli.h"
 
 static const char usage_text[] = "examine-log [--json] LOG...";
-
-static const char *
-when(uint64_t seconds, char *buf, size_t len)
-{
-	time_t t = (time_t)seconds;
-	struct tm tm;
-
-	strftime(buf, len, "%a %b %e %H:%M:%S %Y", localtime_r(&t, &tm));
-	return buf;
-}
 
 static void
 print_text(const char *path, const struct clog_info *i)
@@ -46,8 +35,8 @@ print_text(const char *path, const struct clog_info *i)
 	       cli_human(i->array_size, buf, sizeof(buf)));
 	printf("       Log Size : %" PRIu64 " bytes (%s)\n", i->log_bytes,
 	       cli_human(i->log_bytes, buf, sizeof(buf)));
-	printf("  Creation Time : %s\n", when(i->ctime, buf, sizeof(buf)));
-	printf("    Update Time : %s\n", when(i->utime, buf, sizeof(buf)));
+	printf("  Creation Time : %s\n", cli_time(i->ctime, buf, sizeof(buf)));
+	printf("    Update Time : %s\n", cli_time(i->utime, buf, sizeof(buf)));
 	printf("     Generation : %" PRIu64 " (slot %u; the other slot %s)\n",
 	       i->generation, i->slot,
 	       i->other_slot_valid ? "valid" : "damaged");
