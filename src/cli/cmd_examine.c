@@ -117,25 +117,6 @@ print_text(const char *path, const struct raid_examine *ex)
 	printf("   Array State : %s ('A' == active, '.' == missing)\n", b2);
 }
 
-/* A JSON string: quotes, backslashes and control characters escaped. */
-static void
-json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char c = *s;
-
-		if (c == '"' || c == '\\') {
-			printf("\\%c", c);
-		} else if (c < 0x20) {
-			printf("\\u%04x", c);
-		} else {
-			putchar(c);
-		}
-	}
-	putchar('"');
-}
-
 static void
 print_json(const char *path, const struct raid_examine *ex, bool first)
 {
@@ -145,9 +126,9 @@ print_json(const char *path, const struct raid_examine *ex, bool first)
 	cli_uuid(ex->device_uuid, duuid);
 	role_words(ex, role, sizeof(role));
 	printf("%s{\"path\": ", first ? "" : ",\n ");
-	json_str(path);
+	cli_json_str(path);
 	printf(", \"name\": ");
-	json_str(ex->name);
+	cli_json_str(ex->name);
 	printf(", \"version\": \"1.%u\", \"feature_map\": %u, "
 	       "\"array_uuid\": \"%s\", \"ctime\": %" PRIu64
 	       ", \"utime\": %" PRIu64 ", \"level\": %d, \"layout\": \"%s\", "

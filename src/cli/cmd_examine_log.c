@@ -65,11 +65,9 @@ print_json(const char *path, const struct clog_info *i, bool first)
 
 	cli_uuid(i->array_uuid, au);
 	cli_uuid(i->log_uuid, lu);
-	printf("%s{\"path\": \"", first ? "" : ",\n ");
-	for (const char *p = path; *p; p++) {
-		printf(*p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
-	}
-	printf("\", \"version\": %u, \"array_uuid\": \"%s\", "
+	printf("%s{\"path\": ", first ? "" : ",\n ");
+	cli_json_str(path);
+	printf(", \"version\": %u, \"array_uuid\": \"%s\", "
 	       "\"log_uuid\": \"%s\", \"array_size\": %" PRIu64
 	       ", \"log_bytes\": %" PRIu64 ", \"ctime\": %" PRIu64
 	       ", \"utime\": %" PRIu64 ", \"generation\": %" PRIu64

@@ -100,6 +100,25 @@ cli_time(uint64_t seconds, char *buf, size_t len)
 	return buf;
 }
 
+/* A JSON string: quotes, backslashes and control characters escaped. */
+void
+cli_json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = *s;
+
+		if (c == '"' || c == '\\') {
+			printf("\\%c", c);
+		} else if (c < 0x20) {
+			printf("\\u%04x", c);
+		} else {
+			putchar(c);
+		}
+	}
+	putchar('"');
+}
+
 /* "15.00 MiB 15.73 MB", as mdadm puts sizes in brackets. */
 const char *
 cli_human(uint64_t bytes, char *buf, size_t len)
