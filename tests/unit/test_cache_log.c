@@ -133,12 +133,20 @@ zero(const char *path, uint64_t off, size_t len)
 	close(fd);
 }
 
+/* clog_open of the fixture's log, its message in f->why. */
+static int
+try_open(struct fx *f, const uint8_t *uuid, uint64_t array_bytes, bool create,
+	 bool force, struct clog **l)
+{
+	return clog_open(f->path, uuid, array_bytes, create, force, l, f->why,
+			 sizeof(f->why));
+}
+
 static struct clog *
 open_log(struct fx *f, bool create)
 {
 	struct clog *l = NULL;
-	int r = clog_open(f->path, uuid_a, ARRAY_BYTES, create, false, &l,
-			  f->why, sizeof(f->why));
+	int r = try_open(f, uuid_a, ARRAY_BYTES, create, false, &l);
 
 	if (r) {
 		fprintf(stderr, "clog_open: %d: %s\n", r, f->why);
@@ -287,6 +295,12 @@ replay_expect(struct clog *l, const struct model *m)
 	assert_int_equal(c.i, m->n - m->first);
 }
 
+static int
+examine(struct fx *f, struct clog_info *info)
+{
+	return clog_examine(f->path, info, f->why, sizeof(f->why));
+}
+
 /* Close (a crash: nothing retired) and open again. */
 static struct clog *
 reopen(struct fx *f, struct clog *l)
@@ -307,8 +321,7 @@ test_cache_log_round_trip(void **state)
 	struct clog_info info;
 	uint64_t data = 0;
 
-	assert_int_equal(
-		clog_replay(l, check_fn, &(struct replay_check){ &m, 0 }), 0);
+	replay_expect(l, &m);
 	for (int i = 0; i < 200; i++) {
 		assert_int_equal(m_append_random(l, &m, 20000), 0);
 		if (t_rand(8) == 0) {
@@ -325,8 +338,7 @@ test_cache_log_round_trip(void **state)
 	replay_expect(l, &m);
 	clog_close(l);
 
-	assert_int_equal(clog_examine(f->path, &info, f->why, sizeof(f->why)),
-			 0);
+	assert_int_equal(examine(f, &info), 0);
 	for (size_t i = 0; i < m.n; i++) {
 		data += m.r[i].type == CLOG_WRITE ? m.r[i].len : 0;
 	}
@@ -499,6 +511,19 @@ ten_writes(struct fx *f, struct model *m)
 	clog_close(l);
 }
 
+/* The log, damaged: an open replays the model's first n records only. */
+static void
+replays_first(struct fx *f, struct model *m, size_t n)
+{
+	struct clog *l;
+
+	m_truncate(m, n);
+	l = open_log(f, false);
+	replay_expect(l, m);
+	clog_close(l);
+	m_free(m);
+}
+
 /* A torn last record (data never landed, or a byte wrong): ignored. */
 static void
 test_cache_log_torn_last_record(void **state)
@@ -526,11 +551,7 @@ test_cache_log_torn_last_record(void **state)
 	memset(&m, 0, sizeof(m));
 	ten_writes(f, &m);
 	flip(f->path, REC0 + 9 * REC4K + 40);
-	m_truncate(&m, 9);
-	l = open_log(f, false);
-	replay_expect(l, &m);
-	clog_close(l);
-	m_free(&m);
+	replays_first(f, &m, 9);
 }
 
 /* A bad record in the middle ends the replay there. */
@@ -539,15 +560,10 @@ test_cache_log_corrupt_middle_stops(void **state)
 {
 	struct fx *f = *state;
 	struct model m = { 0 };
-	struct clog *l;
 
 	ten_writes(f, &m);
 	flip(f->path, REC0 + 4 * REC4K + 4096 + 100); /* record 5's data */
-	m_truncate(&m, 4);
-	l = open_log(f, false);
-	replay_expect(l, &m);
-	clog_close(l);
-	m_free(&m);
+	replays_first(f, &m, 4);
 }
 
 /* Many laps round a small log with retires; each reopen replays exactly
@@ -712,8 +728,7 @@ test_cache_log_refusals(void **state)
 	bool has;
 
 	/* In use: a second open of the same log. */
-	assert_int_equal(clog_open(f->path, uuid_a, ARRAY_BYTES, true, false,
-				   &l2, f->why, sizeof(f->why)),
+	assert_int_equal(try_open(f, uuid_a, ARRAY_BYTES, true, false, &l2),
 			 -EBUSY);
 	assert_non_null(strstr(f->why, f->path));
 	assert_non_null(strstr(f->why, "in use"));
@@ -726,24 +741,18 @@ test_cache_log_refusals(void **state)
 	assert_true(has);
 	/* Another array: refused, create or not; force formats it. */
 	for (int create = 0; create < 2; create++) {
-		assert_int_equal(clog_open(f->path, uuid_b, ARRAY_BYTES, create,
-					   false, &l, f->why, sizeof(f->why)),
-				 -EEXIST);
+		assert_int_equal(
+			try_open(f, uuid_b, ARRAY_BYTES, create, false, &l),
+			-EEXIST);
 		assert_non_null(strstr(f->why, f->path));
 		assert_non_null(strstr(f->why, "another array"));
 		assert_non_null(strstr(f->why, "a1a2a3a4:a5a6a7a8"));
 	}
 	assert_non_null(strstr(f->why, "force=true"));
-	assert_int_equal(clog_open(f->path, uuid_b, ARRAY_BYTES, false, true,
-				   &l, f->why, sizeof(f->why)),
+	assert_int_equal(try_open(f, uuid_b, ARRAY_BYTES, false, true, &l),
 			 -EEXIST);
-	assert_int_equal(clog_open(f->path, uuid_b, ARRAY_BYTES, true, true, &l,
-				   f->why, sizeof(f->why)),
-			 0);
-	assert_int_equal(
-		clog_replay(l, check_fn,
-			    &(struct replay_check){ &(struct model){ 0 }, 0 }),
-		0);
+	assert_int_equal(try_open(f, uuid_b, ARRAY_BYTES, true, true, &l), 0);
+	replay_expect(l, &(struct model){ 0 });
 	clog_close(l);
 	assert_int_equal(clog_peek(f->path, uuid, &has, f->why, sizeof(f->why)),
 			 0);
@@ -753,28 +762,23 @@ test_cache_log_refusals(void **state)
 	/* Records past a smaller array: refused. */
 	m_free(&m);
 	memset(&m, 0, sizeof(m));
-	assert_int_equal(clog_open(f->path, uuid_a, ARRAY_BYTES, true, true, &l,
-				   f->why, sizeof(f->why)),
-			 0);
+	assert_int_equal(try_open(f, uuid_a, ARRAY_BYTES, true, true, &l), 0);
 	assert_int_equal(m_append(l, &m, CLOG_WRITE, 200 * MiB, 100), 0);
 	clog_close(l);
-	assert_int_equal(clog_open(f->path, uuid_a, 100 * MiB, false, false, &l,
-				   f->why, sizeof(f->why)),
+	assert_int_equal(try_open(f, uuid_a, 100 * MiB, false, false, &l),
 			 -EINVAL);
 	assert_non_null(strstr(f->why, "array byte 209715300"));
 	m_free(&m);
 
 	/* Not a log; too small. */
 	mk_file(f->path, 2 * MiB);
-	assert_int_equal(clog_open(f->path, uuid_a, ARRAY_BYTES, false, false,
-				   &l, f->why, sizeof(f->why)),
+	assert_int_equal(try_open(f, uuid_a, ARRAY_BYTES, false, false, &l),
 			 -EINVAL);
 	assert_non_null(strstr(f->why, "not an nbdraid cache log"));
 	assert_int_equal(clog_peek(f->path, uuid, &has, f->why, sizeof(f->why)),
 			 -EINVAL);
 	mk_file(f->path, 512 * KiB);
-	assert_int_equal(clog_open(f->path, uuid_a, ARRAY_BYTES, true, false,
-				   &l, f->why, sizeof(f->why)),
+	assert_int_equal(try_open(f, uuid_a, ARRAY_BYTES, true, false, &l),
 			 -EINVAL);
 	assert_non_null(strstr(f->why, "too small"));
 	assert_non_null(strstr(f->why, f->path));
@@ -793,13 +797,10 @@ test_cache_log_refuses_filesystem(void **state)
 	if (system(cmd) != 0) {
 		skip();
 	}
-	assert_int_equal(clog_open(f->path, uuid_a, ARRAY_BYTES, true, false,
-				   &l, f->why, sizeof(f->why)),
+	assert_int_equal(try_open(f, uuid_a, ARRAY_BYTES, true, false, &l),
 			 -EEXIST);
 	assert_non_null(strstr(f->why, "holds swap"));
-	assert_int_equal(clog_open(f->path, uuid_a, ARRAY_BYTES, true, true, &l,
-				   f->why, sizeof(f->why)),
-			 0);
+	assert_int_equal(try_open(f, uuid_a, ARRAY_BYTES, true, true, &l), 0);
 	clog_close(l);
 }
 
@@ -900,8 +901,7 @@ test_cache_log_header_slot_torn(void **state)
 	assert_int_equal(clog_retire(l, m.r[1].lsn), 0);
 	assert_int_equal(clog_retire(l, m.r[3].lsn), 0);
 	clog_close(l);
-	assert_int_equal(clog_examine(f->path, &info, f->why, sizeof(f->why)),
-			 0);
+	assert_int_equal(examine(f, &info), 0);
 	assert_true(info.other_slot_valid);
 	assert_int_equal(info.records, 2);
 	assert_int_equal(info.tail, REC0 + 4 * REC4K);
@@ -913,24 +913,17 @@ test_cache_log_header_slot_torn(void **state)
 	l = open_log(f, false);
 	replay_expect(l, &from1);
 	clog_close(l);
-	assert_int_equal(clog_examine(f->path, &info, f->why, sizeof(f->why)),
-			 0);
+	assert_int_equal(examine(f, &info), 0);
 	assert_int_equal(info.records, 4);
 
 	/* Both slots damaged: refused, and formatted only when forced. */
 	flip(f->path, 100);
 	flip(f->path, 4096 + 100);
-	assert_int_equal(clog_open(f->path, uuid_a, ARRAY_BYTES, true, false,
-				   &l, f->why, sizeof(f->why)),
+	assert_int_equal(try_open(f, uuid_a, ARRAY_BYTES, true, false, &l),
 			 -EINVAL);
 	assert_non_null(strstr(f->why, "damaged"));
-	assert_int_equal(clog_open(f->path, uuid_a, ARRAY_BYTES, true, true, &l,
-				   f->why, sizeof(f->why)),
-			 0);
-	assert_int_equal(
-		clog_replay(l, check_fn,
-			    &(struct replay_check){ &(struct model){ 0 }, 0 }),
-		0);
+	assert_int_equal(try_open(f, uuid_a, ARRAY_BYTES, true, true, &l), 0);
+	replay_expect(l, &(struct model){ 0 });
 	clog_close(l);
 	m_free(&from1);
 }
