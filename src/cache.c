@@ -1807,16 +1807,9 @@ cache_wb_kick(struct cache *c)
 static bool
 wb_sleep(struct cache *c, uint64_t ns)
 {
-	struct timespec until;
+	struct timespec until = mono_deadline(ns);
 	bool go;
 
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += ns / 1000000000ull;
-	until.tv_nsec += ns % 1000000000ull;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
-	}
 	pthread_mutex_lock(&c->wb_lock);
 	if (!c->stop && !c->kick) {
 		pthread_cond_timedwait(&c->wb_wake, &c->wb_lock, &until);

@@ -132,15 +132,8 @@ note_lsn(struct cache *c, uint64_t lsn)
 static void
 log_wait(struct cache *c, uint64_t ns)
 {
-	struct timespec until;
+	struct timespec until = mono_deadline(ns);
 
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += ns / 1000000000ull;
-	until.tv_nsec += ns % 1000000000ull;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
-	}
 	pthread_cond_timedwait(&c->log_cond, &c->log_lock, &until);
 }
 

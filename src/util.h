@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
@@ -56,6 +57,23 @@ static inline unsigned
 log2_u64(uint64_t x)
 {
 	return 63 - __builtin_clzll(x);
+}
+
+/* CLOCK_MONOTONIC ns from now: a deadline for pthread_cond_timedwait on a
+ * condition variable set to that clock. */
+static inline struct timespec
+mono_deadline(uint64_t ns)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	t.tv_sec += ns / 1000000000ull;
+	t.tv_nsec += ns % 1000000000ull;
+	if (t.tv_nsec >= 1000000000) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000;
+	}
+	return t;
 }
 
 /* A UUID as mdadm prints it, 4:4:4:4 bytes in hex; buf of UUID_STR_BYTES. */
