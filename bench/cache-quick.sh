@@ -20,6 +20,8 @@
 # processes it started, by pid, and unmounts its mounts.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$HERE/lib.sh"
 PROG=cache-quick
 PLUGIN=${PLUGIN:-$HERE/../build/plugin/nbdkit-raid-plugin.so}
 CLI=${NBDRAID_CLI:-$HERE/../build/src/nbdraid}
@@ -28,58 +30,16 @@ DISK_SIZE=${DISK_SIZE:-256M} CHUNK=${CHUNK:-512K} CACHE_ARGS=${CACHE_ARGS:-}
 CONFIGS=${CONFIGS:-"none ram filter"}
 PATTERNS=${PATTERNS:-"randwrite:4k:1 randwrite:4k:8 write:1m:8 writeall:1m:8"}
 
-while [ $# -gt 0 ]; do
-	case $1 in
-	--reps) REPS=$2; shift ;;
-	--runtime) RT=$2; shift ;;
-	--media) MEDIA=$2; shift ;;
-	--out) OUT=$2; shift ;;
-	-h | --help) sed -n '2,20p' "$0"; exit 0 ;;
-	*) echo "$PROG: unknown option $1" >&2; exit 1 ;;
-	esac
-	shift
-done
-die() { echo "$PROG: $*" >&2; exit 1; }
-log() { printf '[%4ds] %s\n' $(($(date +%s) - T0)) "$*" >&2; }
-T0=$(date +%s)
-[ -f "$PLUGIN" ] || die "no plugin at $PLUGIN"
-for t in nbdkit fio jq cc; do command -v $t >/dev/null || die "needs $t"; done
-OUT=${OUT:-$(mktemp -d /tmp/nbdraid-cache.XXXXXX)}
-mkdir -p "$OUT/json" "$OUT/logs" || die "cannot create $OUT"
-RUN=$(mktemp -d /tmp/nbdraid-cq.XXXXXX)
+cb_args --media MEDIA -- "$@"
+cb_init cache cq
 SHM=/dev/shm/nbdraid-cq.$$
-PIDS=() MOUNTS=() FILES=()
-
-cleanup() {
-	local p m
-	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-	for m in "${MOUNTS[@]}"; do umount "$m" 2>/dev/null || umount -l "$m"; done
-	rm -f "${FILES[@]}"
-	rm -rf "$RUN"
-	echo "$PROG: results in $OUT" >&2
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-cc -O2 -Wall -o "$RUN/fusedisk" "$HERE/classic/fusedisk.c" 2>"$OUT/logs/cc.log" ||
-	die "cannot build fusedisk"
 
 # members MEDIUM: MEMBERS (paths) and XARGS (direct=true on disks).
-DISKS=() TMPFS=()
+TMPFS=()
 members() {
-	local i mnt
+	local i
 	if [ "$1" = spindle ] && [ ${#DISKS[@]} = 0 ]; then
-		for i in 0 1 2 3; do
-			mnt=$RUN/d$i
-			mkdir -p "$mnt"
-			"$RUN/fusedisk" --exit-with-parent --size "$DISK_SIZE" \
-				--stats "$RUN/d$i.stats" --pidfile "$RUN/d$i.pid" "$mnt" \
-				>>"$OUT/logs/fusedisk.log" 2>&1 &
-			for _ in $(seq 50); do [ -s "$RUN/d$i.pid" ] && break; sleep 0.1; done
-			[ -s "$RUN/d$i.pid" ] || die "emulated disk $i did not start"
-			PIDS+=("$(cat "$RUN/d$i.pid")") MOUNTS+=("$mnt")
-			DISKS+=("$mnt/disk")
-		done
+		cb_disks
 	fi
 	if [ "$1" = tmpfs ] && [ ${#TMPFS[@]} = 0 ]; then
 		for i in 0 1 2 3; do
@@ -109,20 +69,8 @@ serve() {
 	ram) args+=(cache=ram control="$RUN/ctl" $CACHE_ARGS) ;;
 	filter) pre=(--filter=cache) env=(TMPDIR=/dev/shm) ;;
 	esac
-	rm -f "$RUN/sock" "$RUN/pid" "$RUN/ctl"
-	env "${env[@]}" nbdkit -f --exit-with-parent --threads 128 -U "$RUN/sock" -P "$RUN/pid" \
-		"${pre[@]}" "$PLUGIN" level=5 chunk="$CHUNK" "${args[@]}" "${XARGS[@]}" \
-		>>"$OUT/logs/nbdkit-$1-$2.log" 2>&1 &
-	SRV=$!
-	for _ in $(seq 100); do [ -S "$RUN/sock" ] && [ -s "$RUN/pid" ] && break; sleep 0.1; done
-	[ -S "$RUN/sock" ] || die "server $1 $2 did not start: $(tail -3 "$OUT/logs/nbdkit-$1-$2.log")"
-	URI="nbd+unix:///?socket=$RUN/sock"
-}
-
-unserve() {
-	kill -"${STOP_SIGNAL:-9}" "$SRV" 2>/dev/null
-	wait "$SRV" 2>/dev/null
-	rm -f "$RUN/sock" "$RUN/pid" "$RUN/ctl"
+	cb_serve "$1 $2" "${env[@]}" -- "${pre[@]}" "$PLUGIN" level=5 chunk="$CHUNK" \
+		"${args[@]}" "${XARGS[@]}"
 }
 
 echo "medium,rep,config,pattern,mbps,iops,dirty_bytes,waits,m_reads,m_writes,m_seeks,m_busy_pct" >"$OUT/results.csv"
@@ -136,14 +84,10 @@ for medium in $MEDIA; do
 				read -r -a s0 < <(stats)
 				t0=$(date +%s%N)
 				if [ "$kind" = writeall ]; then
-					fio --name=x --ioengine=nbd --uri="$URI" --rw=write --bs="$bs" \
-						--iodepth="$qd" --end_fsync=1 --iomem_align=4096 \
-						--output-format=json --output="$js" >>"$OUT/logs/fio.err" 2>&1
+					cb_fio "$js" --rw=write --bs="$bs" --iodepth="$qd" --end_fsync=1
 				else
-					fio --name=x --ioengine=nbd --uri="$URI" --rw="$kind" --bs="$bs" \
-						--iodepth="$qd" --time_based --runtime="$RT" --ramp_time="$RAMP" \
-						--norandommap --randrepeat=0 --iomem_align=4096 \
-						--output-format=json --output="$js" >>"$OUT/logs/fio.err" 2>&1
+					cb_fio "$js" --rw="$kind" --bs="$bs" --iodepth="$qd" --time_based \
+						--runtime="$RT" --ramp_time="$RAMP" --norandommap --randrepeat=0
 				fi
 				t1=$(date +%s%N)
 				read -r -a s1 < <(stats)
@@ -155,7 +99,7 @@ for medium in $MEDIA; do
 					dirty=$(jq -r '.cache.dirty_bytes' <<<"$st")
 					waits=$(jq -r '.cache.waits' <<<"$st")
 				fi
-				unserve
+				cb_unserve "${STOP_SIGNAL:-9}"
 				m=$(jq -r '.jobs[0].write.bw_bytes' "$js" 2>/dev/null)
 				if [ "$kind" = writeall ]; then # bytes over the wall clock
 					m=$(jq -r '.jobs[0].write.io_bytes' "$js" | awk -v ns=$((t1 - t0)) '{ printf "%.0f", $1 / (ns / 1e9) }')

@@ -1,6 +1,8 @@
 # shellcheck shell=bash disable=SC2034
 # lib.sh: the A/B machinery shared by bench/nbd-vs-file.sh and
-# bench/raid-vs-raid.sh. Sourced, not run; see bench/README.md.
+# bench/raid-vs-raid.sh, and (at the end) the frame of the one-server
+# scripts bench/cache-quick.sh and bench/cache-log-fsync.sh. Sourced, not
+# run; see bench/README.md.
 #
 # The caller sets, before bench_init:
 #   PROG          its name, for messages
@@ -476,4 +478,125 @@ profile_table() {
 		print "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 		for (i = 1; i <= NR; i++) print row[i]
 	}' "$OUT/profile/profile.tsv"
+}
+
+# --- one server at a time over 4 emulated disks -----------------------------
+#
+# bench/cache-quick.sh and bench/cache-log-fsync.sh: the caller sets PROG,
+# HERE, PLUGIN, DISK_SIZE and the defaults of REPS, RT and OUT, then calls
+# cb_args, cb_init, and cb_disks when it needs the disks; cb_serve and
+# cb_unserve around each run.  cb_cleanup (the EXIT trap) stops what they
+# started, by pid: the server (SRV), then the disks (DISKPIDS) once their
+# mounts (MOUNTS) are gone, and removes FILES and RUN.
+
+# cb_args [--NAME VAR]... -- ARGS...: --reps, --runtime, --out and each
+# --NAME set REPS, RT, OUT and VAR from the next argument; -h prints the
+# script's leading comment.
+cb_args() {
+	local -A var=([--reps]=REPS [--runtime]=RT [--out]=OUT)
+	while [ "$1" != -- ]; do
+		var[$1]=$2
+		shift 2
+	done
+	shift
+	while [ $# -gt 0 ]; do
+		case $1 in
+		-h | --help) sed -n '2,/^[^#]/{/^#/p}' "$0"; exit 0 ;;
+		*)
+			[ -n "${var[$1]:-}" ] || { echo "$PROG: unknown option $1" >&2; exit 1; }
+			printf -v "${var[$1]}" '%s' "$2"
+			shift
+			;;
+		esac
+		shift
+	done
+}
+
+# cb_init OUT_NAME RUN_NAME: the checks, OUT (by default a new
+# /tmp/nbdraid-OUT_NAME.XXXXXX) with json/ and logs/, RUN (a new
+# /tmp/nbdraid-RUN_NAME.XXXXXX: sockets, pid files, mounts, fusedisk), the
+# traps, fusedisk built.
+cb_init() {
+	local t
+	T0=$(date +%s)
+	[ -f "$PLUGIN" ] || die "no plugin at $PLUGIN"
+	for t in nbdkit fio jq cc; do command -v $t >/dev/null || die "needs $t"; done
+	OUT=${OUT:-$(mktemp -d "/tmp/nbdraid-$1.XXXXXX")}
+	mkdir -p "$OUT/json" "$OUT/logs" || die "cannot create $OUT"
+	RUN=$(mktemp -d "/tmp/nbdraid-$2.XXXXXX")
+	SRV='' DISKPIDS=() MOUNTS=() FILES=() DISKS=()
+	trap cb_cleanup EXIT
+	trap 'exit 130' INT TERM
+	cc -O2 -Wall -o "$RUN/fusedisk" "$HERE/classic/fusedisk.c" 2>"$OUT/logs/cc.log" ||
+		die "cannot build fusedisk"
+}
+
+cb_cleanup() {
+	local p m
+	[ -n "$SRV" ] && kill -9 "$SRV" 2>/dev/null
+	# Unmounting makes fusedisk exit on its own.
+	for m in "${MOUNTS[@]}"; do umount "$m" 2>/dev/null || umount -l "$m"; done
+	for p in "${DISKPIDS[@]}"; do kill "$p" 2>/dev/null; done
+	rm -f "${FILES[@]}"
+	rm -rf "$RUN"
+	echo "$PROG: results in $OUT" >&2
+}
+
+# cb_disks: 4 emulated disks of DISK_SIZE (bench/classic/fusedisk.c,
+# counters in $RUN/dN.stats) mounted in RUN; their files into DISKS.
+cb_disks() {
+	local i mnt
+	for i in 0 1 2 3; do
+		mnt=$RUN/d$i
+		mkdir -p "$mnt"
+		"$RUN/fusedisk" --exit-with-parent --size "$DISK_SIZE" \
+			--stats "$RUN/d$i.stats" --pidfile "$RUN/d$i.pid" "$mnt" \
+			>>"$OUT/logs/fusedisk.log" 2>&1 &
+		for _ in $(seq 50); do [ -s "$RUN/d$i.pid" ] && break; sleep 0.1; done
+		[ -s "$RUN/d$i.pid" ] || die "emulated disk $i did not start"
+		DISKPIDS+=("$(cat "$RUN/d$i.pid")") MOUNTS+=("$mnt")
+		DISKS+=("$mnt/disk")
+	done
+}
+
+# cb_serve "NAME..." [VAR=VALUE]... -- ARGS...: nbdkit ARGS (128 threads)
+# on $RUN/sock, in an environment with VAR=VALUE, its output in
+# $OUT/logs/nbdkit-NAME-....log; sets SRV and URI.
+cb_serve() {
+	local name=$1 log=$OUT/logs/nbdkit-${1// /-}.log env=()
+	shift
+	while [ "$1" != -- ]; do
+		env+=("$1")
+		shift
+	done
+	shift
+	rm -f "$RUN/sock" "$RUN/pid" "$RUN/ctl"
+	env "${env[@]}" nbdkit -f --exit-with-parent --threads 128 -U "$RUN/sock" -P "$RUN/pid" \
+		"$@" >>"$log" 2>&1 &
+	SRV=$!
+	for _ in $(seq 300); do [ -S "$RUN/sock" ] && [ -s "$RUN/pid" ] && break; sleep 0.1; done
+	[ -S "$RUN/sock" ] || die "server $name did not start: $(tail -3 "$log")"
+	URI="nbd+unix:///?socket=$RUN/sock"
+}
+
+# cb_unserve SIGNAL: the server sent SIGNAL, given 120 s to end, then
+# SIGKILL.  (Quiet: no "Killed" line from bash when it reaps it.)
+cb_unserve() {
+	{
+		kill -"$1" "$SRV"
+		for _ in $(seq 1200); do kill -0 "$SRV" || break; sleep 0.1; done
+		kill -9 "$SRV"
+		wait "$SRV"
+	} 2>/dev/null
+	SRV=''
+	rm -f "$RUN/sock" "$RUN/pid" "$RUN/ctl"
+}
+
+# cb_fio JSON ARGS...: one fio job (ARGS) over NBD at URI, its results in
+# JSON, its chatter in $OUT/logs/fio.err.
+cb_fio() {
+	local js=$1
+	shift
+	fio --name=x --ioengine=nbd --uri="$URI" "$@" --iomem_align=4096 \
+		--output-format=json --output="$js" >>"$OUT/logs/fio.err" 2>&1
 }

@@ -855,28 +855,34 @@ raid_pwrite(struct raid_array *a, const void *buf, uint32_t count,
 	return counted(a, RAID_REQ_WRITE, count, r);
 }
 
+/* Trim or zero (k): through the cache when there is one. */
+static int
+trim_or_zero(struct raid_array *a, enum raid_req_kind k, uint32_t count,
+	     uint64_t offset, uint32_t flags)
+{
+	int r = check_range(a, count, offset);
+	bool zero = k == RAID_REQ_ZERO;
+
+	if (r == 0 && a->cache) {
+		r = zero ? cache_zero(a->cache, count, offset, flags)
+			 : cache_trim(a->cache, count, offset, flags);
+	} else if (r == 0) {
+		r = zero ? array_zero(a, count, offset, flags)
+			 : array_trim(a, count, offset, flags);
+	}
+	return counted(a, k, count, r);
+}
+
 int
 raid_trim(struct raid_array *a, uint32_t count, uint64_t offset, uint32_t flags)
 {
-	int r = check_range(a, count, offset);
-
-	if (r == 0) {
-		r = a->cache ? cache_trim(a->cache, count, offset, flags)
-			     : array_trim(a, count, offset, flags);
-	}
-	return counted(a, RAID_REQ_TRIM, count, r);
+	return trim_or_zero(a, RAID_REQ_TRIM, count, offset, flags);
 }
 
 int
 raid_zero(struct raid_array *a, uint32_t count, uint64_t offset, uint32_t flags)
 {
-	int r = check_range(a, count, offset);
-
-	if (r == 0) {
-		r = a->cache ? cache_zero(a->cache, count, offset, flags)
-			     : array_zero(a, count, offset, flags);
-	}
-	return counted(a, RAID_REQ_ZERO, count, r);
+	return trim_or_zero(a, RAID_REQ_ZERO, count, offset, flags);
 }
 
 /* ---- extents ----------------------------------------------------------- */

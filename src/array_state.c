@@ -33,6 +33,7 @@
 #include "log.h"
 #include "metadata.h"
 #include "sync.h"
+#include "util.h"
 
 #define STATE_IDLE_WAIT_NS (META_CLEAN_DELAY_NS) /* recheck while active */
 
@@ -385,13 +386,7 @@ state_main(void *arg)
 			pthread_cond_wait(&t->wake, &t->lock);
 			continue;
 		}
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_sec += wait_ns / 1000000000ull;
-		until.tv_nsec += wait_ns % 1000000000ull;
-		if (until.tv_nsec >= 1000000000) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000;
-		}
+		until = mono_deadline(wait_ns);
 		pthread_cond_timedwait(&t->wake, &t->lock, &until);
 	}
 	pthread_mutex_unlock(&t->lock);

@@ -808,12 +808,7 @@ static void
 dop_enter(struct cache *c, struct dop_req *d)
 {
 	pthread_mutex_lock(&c->dop_lock);
-	d->prev = NULL;
-	d->next = c->dops;
-	if (c->dops) {
-		c->dops->prev = d;
-	}
-	c->dops = d;
+	DLIST_PUSH(c->dops, d);
 	pthread_mutex_unlock(&c->dop_lock);
 }
 
@@ -821,14 +816,7 @@ static void
 dop_leave(struct cache *c, struct dop_req *d)
 {
 	pthread_mutex_lock(&c->dop_lock);
-	if (d->prev) {
-		d->prev->next = d->next;
-	} else {
-		c->dops = d->next;
-	}
-	if (d->next) {
-		d->next->prev = d->prev;
-	}
+	DLIST_UNLINK(c->dops, d);
 	pthread_mutex_unlock(&c->dop_lock);
 }
 
@@ -1331,28 +1319,31 @@ cache_pwrite(struct cache *c, const void *buf, uint64_t count, uint64_t off,
 	return r;
 }
 
-int
-cache_trim(struct cache *c, uint64_t count, uint64_t off, uint32_t flags)
+/* Trim or zero (op): on the device before the reply, cache=log's record. */
+static int
+trim_or_zero(struct cache *c, enum dop op, uint64_t count, uint64_t off,
+	     uint32_t flags)
 {
 	int r;
 
 	note_client(c);
-	if (c->log && (r = lm_trim(c, count, off, flags)) != LM_PASS) {
+	if (c->log &&
+	    (r = lm_trim_or_zero(c, op, count, off, flags)) != LM_PASS) {
 		return r;
 	}
-	return cache_direct(c, DOP_TRIM, NULL, count, off, flags, 0);
+	return cache_direct(c, op, NULL, count, off, flags, 0);
+}
+
+int
+cache_trim(struct cache *c, uint64_t count, uint64_t off, uint32_t flags)
+{
+	return trim_or_zero(c, DOP_TRIM, count, off, flags);
 }
 
 int
 cache_zero(struct cache *c, uint64_t count, uint64_t off, uint32_t flags)
 {
-	int r;
-
-	note_client(c);
-	if (c->log && (r = lm_zero(c, count, off, flags)) != LM_PASS) {
-		return r;
-	}
-	return cache_direct(c, DOP_ZERO, NULL, count, off, flags, 0);
+	return trim_or_zero(c, DOP_ZERO, count, off, flags);
 }
 
 /* ---- write-back -------------------------------------------------------- */
@@ -2094,16 +2085,9 @@ cache_wb_kick(struct cache *c)
 static bool
 wb_sleep(struct cache *c, uint64_t ns)
 {
-	struct timespec until;
+	struct timespec until = mono_deadline(ns);
 	bool go;
 
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += ns / 1000000000ull;
-	until.tv_nsec += ns % 1000000000ull;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
-	}
 	pthread_mutex_lock(&c->wb_lock);
 	if (!c->stop && !c->kick) {
 		pthread_cond_timedwait(&c->wb_wake, &c->wb_lock, &until);

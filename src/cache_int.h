@@ -321,8 +321,9 @@ void lm_abandon(struct cache *c);
 #define LM_PASS 1
 int lm_pwrite(struct cache *c, const void *buf, uint64_t count, uint64_t off,
 	      uint32_t flags);
-int lm_trim(struct cache *c, uint64_t count, uint64_t off, uint32_t flags);
-int lm_zero(struct cache *c, uint64_t count, uint64_t off, uint32_t flags);
+/* op: DOP_TRIM or DOP_ZERO. */
+int lm_trim_or_zero(struct cache *c, enum dop op, uint64_t count, uint64_t off,
+		    uint32_t flags);
 int lm_flush(struct cache *c);
 /* The write-back thread, after a round: retire what is due. */
 void lm_tick(struct cache *c, uint64_t bytes);

@@ -82,9 +82,7 @@ clog_open(const char *path, const uint8_t uuid[16], uint64_t array_size,
 		r = -ENOMEM;
 		goto err;
 	}
-	if ((r = clog_scan(l, &h, UINT64_MAX, true, &s)) < 0) {
-		r = clog_fail(why, wl, r, "%s: read records: %s", path,
-			      strerror(-r));
+	if ((r = clog_scan(l, &h, UINT64_MAX, true, &s, why, wl)) < 0) {
 		goto err;
 	}
 	if (s.data_end > array_size) {

@@ -457,11 +457,12 @@ clog_rec_read(struct clog *l, const struct clog_hdr *h, uint64_t pos,
 
 /*
  * Walk the chain from the checkpoint, at most max records (skips not
- * counted); with ring, keep every entry there (l->ring, l->cap).
+ * counted); with ring, keep every entry there (l->ring, l->cap).  An I/O
+ * error is said in why.
  */
 int
 clog_scan(struct clog *l, const struct clog_hdr *h, uint64_t max, bool ring,
-	  struct scan *s)
+	  struct scan *s, char *why, size_t wl)
 {
 	uint64_t pos = h->tail, prev = h->tail_prev,
 		 area = h->log_bytes - AREA_START;
@@ -492,7 +493,9 @@ clog_scan(struct clog *l, const struct clog_hdr *h, uint64_t max, bool ring,
 		pos = pos == h->log_bytes ? AREA_START : pos;
 	}
 	s->end = pos;
-	return r < 0 ? r : 0;
+	return r < 0 ? clog_fail(why, wl, r, "%s: read records: %s", l->path,
+				 strerror(-r))
+		     : 0;
 }
 
 /* ---- open ---- */
@@ -683,9 +686,7 @@ inspect(const char *path, struct clog_info *info, uint64_t max, char *why,
 			(unsigned long long)size);
 		goto out;
 	}
-	if ((r = clog_scan(l, &h, max, false, &s)) < 0) {
-		r = clog_fail(why, wl, r, "%s: read records: %s", path,
-			      strerror(-r));
+	if ((r = clog_scan(l, &h, max, false, &s, why, wl)) < 0) {
 		goto out;
 	}
 	info->version = LOG_VERSION;

@@ -99,9 +99,10 @@ int clog_rec_read(struct clog *l, const struct clog_hdr *h, uint64_t pos,
 		  uint32_t *len);
 /*
  * Walk the chain from h's checkpoint, at most max records (skips not
- * counted); with ring, keep every entry in l->ring.
+ * counted); with ring, keep every entry in l->ring.  -errno (said in why)
+ * on an I/O error.
  */
 int clog_scan(struct clog *l, const struct clog_hdr *h, uint64_t max, bool ring,
-	      struct scan *s);
+	      struct scan *s, char *why, size_t wl);
 
 #endif

@@ -81,12 +81,7 @@ pend_enter(struct cache *c, struct lm_pend *p)
 	on = atomic_load(&c->log_state) == LM_ON;
 	if (on) {
 		p->floor = UINT64_MAX;
-		p->prev = NULL;
-		p->next = c->pend;
-		if (c->pend) {
-			c->pend->prev = p;
-		}
-		c->pend = p;
+		DLIST_PUSH(c->pend, p);
 	}
 	pthread_mutex_unlock(&c->log_lock);
 	return on;
@@ -115,14 +110,7 @@ static void
 pend_leave(struct cache *c, struct lm_pend *p)
 {
 	pthread_mutex_lock(&c->log_lock);
-	if (p->prev) {
-		p->prev->next = p->next;
-	} else {
-		c->pend = p->next;
-	}
-	if (p->next) {
-		p->next->prev = p->prev;
-	}
+	DLIST_UNLINK(c->pend, p);
 	if (!c->pend && atomic_load(&c->log_state) == LM_FAILING) {
 		pthread_cond_broadcast(&c->log_cond);
 	}
@@ -144,15 +132,8 @@ note_lsn(struct cache *c, uint64_t lsn)
 static void
 log_wait(struct cache *c, uint64_t ns)
 {
-	struct timespec until;
+	struct timespec until = mono_deadline(ns);
 
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += ns / 1000000000ull;
-	until.tv_nsec += ns % 1000000000ull;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
-	}
 	pthread_cond_timedwait(&c->log_cond, &c->log_lock, &until);
 }
 
@@ -392,6 +373,32 @@ sync_fua(struct cache *c, uint64_t lsn)
 
 /* ---- requests ---------------------------------------------------------- */
 
+/*
+ * A request's start: the order lock over its blocks [off, end), then its
+ * place in pend.  false (nothing held) when the log is not on: after a
+ * failed log's drain, the cache does it as without a log.
+ */
+static bool
+request_start(struct cache *c, struct range_req *rr, struct lm_pend *pd,
+	      uint64_t off, uint64_t end)
+{
+	range_lock(&c->order, rr, ROUND_DOWN(off, c->block),
+		   ROUND_UP(end, c->block), true);
+	if (!pend_enter(c, pd)) {
+		range_unlock(&c->order, rr);
+		lm_on(c);
+		return false;
+	}
+	return true;
+}
+
+static void
+request_end(struct cache *c, struct range_req *rr, struct lm_pend *pd)
+{
+	pend_leave(c, pd);
+	range_unlock(&c->order, rr);
+}
+
 int
 lm_pwrite(struct cache *c, const void *buf, uint64_t count, uint64_t off,
 	  uint32_t flags)
@@ -407,11 +414,7 @@ lm_pwrite(struct cache *c, const void *buf, uint64_t count, uint64_t off,
 		return LM_PASS;
 	}
 	max = ROUND_DOWN(clog_max_len(c->log), c->block);
-	range_lock(&c->order, &rr, ROUND_DOWN(off, c->block),
-		   ROUND_UP(end, c->block), true);
-	if (!pend_enter(c, &pd)) {
-		range_unlock(&c->order, &rr);
-		lm_on(c);
+	if (!request_start(c, &rr, &pd, off, end)) {
 		return LM_PASS;
 	}
 	bypass = cache_bypass_range(c, off, count, &lo, &hi);
@@ -437,8 +440,7 @@ lm_pwrite(struct cache *c, const void *buf, uint64_t count, uint64_t off,
 		pend_release(c, &pd);
 		at = stop;
 	}
-	pend_leave(c, &pd);
-	range_unlock(&c->order, &rr);
+	request_end(c, &rr, &pd);
 	if (bypass) {
 		atomic_fetch_add(&c->st.writes_bypassed, 1);
 	}
@@ -454,10 +456,11 @@ lm_pwrite(struct cache *c, const void *buf, uint64_t count, uint64_t off,
 }
 
 /* Zero or trim: on the device (the cache in line), then its records. */
-static int
-lm_direct(struct cache *c, enum dop op, uint32_t type, uint64_t count,
-	  uint64_t off, uint32_t flags)
+int
+lm_trim_or_zero(struct cache *c, enum dop op, uint64_t count, uint64_t off,
+		uint32_t flags)
 {
+	uint32_t type = op == DOP_ZERO ? CLOG_ZERO : CLOG_TRIM;
 	uint64_t end = off + count, lsn = 0;
 	struct range_req rr;
 	struct lm_pend pd;
@@ -466,11 +469,7 @@ lm_direct(struct cache *c, enum dop op, uint32_t type, uint64_t count,
 	if (!count || !lm_on(c)) {
 		return count ? LM_PASS : 0;
 	}
-	range_lock(&c->order, &rr, ROUND_DOWN(off, c->block),
-		   ROUND_UP(end, c->block), true);
-	if (!pend_enter(c, &pd)) {
-		range_unlock(&c->order, &rr);
-		lm_on(c);
+	if (!request_start(c, &rr, &pd, off, end)) {
 		return LM_PASS;
 	}
 	/*
@@ -485,8 +484,7 @@ lm_direct(struct cache *c, enum dop op, uint32_t type, uint64_t count,
 		lr = lm_append(c, &pd, type, at, len, NULL, &lsn);
 		at += len;
 	}
-	pend_leave(c, &pd);
-	range_unlock(&c->order, &rr);
+	request_end(c, &rr, &pd);
 	if (lr < 0) {
 		/* On the device; the log emptied behind it (or not: said). */
 		return lm_fail(c, lr);
@@ -495,18 +493,6 @@ lm_direct(struct cache *c, enum dop op, uint32_t type, uint64_t count,
 		r = sync_fua(c, lsn);
 	}
 	return r;
-}
-
-int
-lm_trim(struct cache *c, uint64_t count, uint64_t off, uint32_t flags)
-{
-	return lm_direct(c, DOP_TRIM, CLOG_TRIM, count, off, flags);
-}
-
-int
-lm_zero(struct cache *c, uint64_t count, uint64_t off, uint32_t flags)
-{
-	return lm_direct(c, DOP_ZERO, CLOG_ZERO, count, off, flags);
 }
 
 int

@@ -219,11 +219,7 @@ gather_enter(struct gather *g, struct gather_flight *f, uint64_t off,
 				     .decided = !gathers || whole };
 	tl_flight = f;
 	pthread_mutex_lock(&g->mu);
-	f->next = g->flights;
-	if (g->flights) {
-		g->flights->prev = f;
-	}
-	g->flights = f;
+	DLIST_PUSH(g->flights, f);
 	g->writers++;
 	if (t - g->peak_start > GATHER_PEAK_NS) {
 		g->peak_prev = g->peak_cur;
@@ -252,14 +248,7 @@ gather_leave(struct gather *g, struct gather_flight *f)
 {
 	tl_flight = NULL;
 	pthread_mutex_lock(&g->mu);
-	if (f->prev) {
-		f->prev->next = f->next;
-	} else {
-		g->flights = f->next;
-	}
-	if (f->next) {
-		f->next->prev = f->prev;
-	}
+	DLIST_UNLINK(g->flights, f);
 	g->writers--;
 	update_idle(g);
 	pthread_mutex_unlock(&g->mu);
@@ -668,11 +657,7 @@ wait_pieces(struct gather *g, struct raid_array *a, gather_write_fn direct,
 	if (!req->pending) {
 		return; /* written already (stripes it completed) */
 	}
-	req->next = g->waiters;
-	if (g->waiters) {
-		g->waiters->prev = req;
-	}
-	g->waiters = req;
+	DLIST_PUSH(g->waiters, req);
 	g->parked++;
 	update_idle(g);
 	while (req->pending) {
@@ -694,14 +679,7 @@ wait_pieces(struct gather *g, struct raid_array *a, gather_write_fn direct,
 		g->parked++;
 		update_idle(g);
 	}
-	if (req->prev) {
-		req->prev->next = req->next;
-	} else {
-		g->waiters = req->next;
-	}
-	if (req->next) {
-		req->next->prev = req->prev;
-	}
+	DLIST_UNLINK(g->waiters, req);
 	g->parked--;
 	update_idle(g);
 }

@@ -24,6 +24,12 @@ int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A UUID as mdadm prints it: 4:4:4:4 bytes in hex (buf: 36 bytes). */
 void cli_uuid(const uint8_t *uuid, char *buf);
 
+/* A time in seconds since the epoch, local, as mdadm prints one. */
+const char *cli_time(uint64_t seconds, char *buf, size_t len);
+
+/* Print s as a JSON string: quotes, backslashes and controls escaped. */
+void cli_json_str(const char *s);
+
 /* "15.00 MiB 15.73 MB", as mdadm puts sizes in brackets. */
 const char *cli_human(uint64_t bytes, char *buf, size_t len);
 

@@ -14,21 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 
 static const char usage_text[] = "examine [--json] [--brief] MEMBER...";
-
-static const char *
-when(uint64_t seconds, char *buf, size_t len)
-{
-	time_t t = (time_t)seconds;
-	struct tm tm;
-
-	strftime(buf, len, "%a %b %e %H:%M:%S %Y", localtime_r(&t, &tm));
-	return buf;
-}
 
 static void
 role_words(const struct raid_examine *ex, char *buf, size_t len)
@@ -71,7 +60,7 @@ print_text(const char *path, const struct raid_examine *ex)
 	cli_uuid(ex->uuid, uuid);
 	printf("     Array UUID : %s\n", uuid);
 	printf("           Name : %s\n", ex->name);
-	printf("  Creation Time : %s\n", when(ex->ctime, buf, sizeof(buf)));
+	printf("  Creation Time : %s\n", cli_time(ex->ctime, buf, sizeof(buf)));
 	printf("     Raid Level : raid%d\n", ex->level);
 	printf("   Raid Devices : %u\n\n", ex->raid_disks);
 	printf(" Avail Dev Size : %" PRIu64 " sectors (%s)\n", ex->data_sectors,
@@ -103,7 +92,7 @@ print_text(const char *path, const struct raid_examine *ex)
 		printf("Internal Bitmap : %d sectors from superblock\n",
 		       ex->bitmap_offset);
 	}
-	printf("    Update Time : %s\n", when(ex->utime, buf, sizeof(buf)));
+	printf("    Update Time : %s\n", cli_time(ex->utime, buf, sizeof(buf)));
 	if (ex->bblog_sectors) {
 		printf("  Bad Block Log : %u entries available at offset %d sectors\n",
 		       ex->bblog_sectors * 64, ex->bblog_offset);
@@ -128,25 +117,6 @@ print_text(const char *path, const struct raid_examine *ex)
 	printf("   Array State : %s ('A' == active, '.' == missing)\n", b2);
 }
 
-/* A JSON string: quotes, backslashes and control characters escaped. */
-static void
-json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char c = *s;
-
-		if (c == '"' || c == '\\') {
-			printf("\\%c", c);
-		} else if (c < 0x20) {
-			printf("\\u%04x", c);
-		} else {
-			putchar(c);
-		}
-	}
-	putchar('"');
-}
-
 static void
 print_json(const char *path, const struct raid_examine *ex, bool first)
 {
@@ -156,9 +126,9 @@ print_json(const char *path, const struct raid_examine *ex, bool first)
 	cli_uuid(ex->device_uuid, duuid);
 	role_words(ex, role, sizeof(role));
 	printf("%s{\"path\": ", first ? "" : ",\n ");
-	json_str(path);
+	cli_json_str(path);
 	printf(", \"name\": ");
-	json_str(ex->name);
+	cli_json_str(ex->name);
 	printf(", \"version\": \"1.%u\", \"feature_map\": %u, "
 	       "\"array_uuid\": \"%s\", \"ctime\": %" PRIu64
 	       ", \"utime\": %" PRIu64 ", \"level\": %d, \"layout\": \"%s\", "

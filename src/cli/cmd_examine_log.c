@@ -13,22 +13,11 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "cache_log.h"
 #include "cli.h"
 
 static const char usage_text[] = "examine-log [--json] LOG...";
-
-static const char *
-when(uint64_t seconds, char *buf, size_t len)
-{
-	time_t t = (time_t)seconds;
-	struct tm tm;
-
-	strftime(buf, len, "%a %b %e %H:%M:%S %Y", localtime_r(&t, &tm));
-	return buf;
-}
 
 static void
 print_text(const char *path, const struct clog_info *i)
@@ -46,8 +35,8 @@ print_text(const char *path, const struct clog_info *i)
 	       cli_human(i->array_size, buf, sizeof(buf)));
 	printf("       Log Size : %" PRIu64 " bytes (%s)\n", i->log_bytes,
 	       cli_human(i->log_bytes, buf, sizeof(buf)));
-	printf("  Creation Time : %s\n", when(i->ctime, buf, sizeof(buf)));
-	printf("    Update Time : %s\n", when(i->utime, buf, sizeof(buf)));
+	printf("  Creation Time : %s\n", cli_time(i->ctime, buf, sizeof(buf)));
+	printf("    Update Time : %s\n", cli_time(i->utime, buf, sizeof(buf)));
 	printf("     Generation : %" PRIu64 " (slot %u; the other slot %s)\n",
 	       i->generation, i->slot,
 	       i->other_slot_valid ? "valid" : "damaged");
@@ -76,11 +65,9 @@ print_json(const char *path, const struct clog_info *i, bool first)
 
 	cli_uuid(i->array_uuid, au);
 	cli_uuid(i->log_uuid, lu);
-	printf("%s{\"path\": \"", first ? "" : ",\n ");
-	for (const char *p = path; *p; p++) {
-		printf(*p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
-	}
-	printf("\", \"version\": %u, \"array_uuid\": \"%s\", "
+	printf("%s{\"path\": ", first ? "" : ",\n ");
+	cli_json_str(path);
+	printf(", \"version\": %u, \"array_uuid\": \"%s\", "
 	       "\"log_uuid\": \"%s\", \"array_size\": %" PRIu64
 	       ", \"log_bytes\": %" PRIu64 ", \"ctime\": %" PRIu64
 	       ", \"utime\": %" PRIu64 ", \"generation\": %" PRIu64

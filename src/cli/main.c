@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 
@@ -86,6 +87,36 @@ cli_uuid(const uint8_t *uuid, char *buf)
 		buf += sprintf(buf, "%s%02x", i && i % 4 == 0 ? ":" : "",
 			       uuid[i]);
 	}
+}
+
+/* A time as mdadm prints one ("Mon Jan  2 15:04:05 2006", local). */
+const char *
+cli_time(uint64_t seconds, char *buf, size_t len)
+{
+	time_t t = (time_t)seconds;
+	struct tm tm;
+
+	strftime(buf, len, "%a %b %e %H:%M:%S %Y", localtime_r(&t, &tm));
+	return buf;
+}
+
+/* A JSON string: quotes, backslashes and control characters escaped. */
+void
+cli_json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = *s;
+
+		if (c == '"' || c == '\\') {
+			printf("\\%c", c);
+		} else if (c < 0x20) {
+			printf("\\u%04x", c);
+		} else {
+			putchar(c);
+		}
+	}
+	putchar('"');
 }
 
 /* "15.00 MiB 15.73 MB", as mdadm puts sizes in brackets. */

@@ -245,6 +245,82 @@ flush_thread(void *arg)
 	return NULL;
 }
 
+/* The cache closed (all written back), then the device gone. */
+static void
+gcache_close(struct gdev *d, struct cache *c)
+{
+	assert_int_equal(cache_close(c), 0);
+	gdev_free(d);
+}
+
+/* cache_flush(c) on a thread t of its own; fl->r its result once joined. */
+static void
+flush_start(struct flusher *fl, pthread_t *t, struct cache *c)
+{
+	*fl = (struct flusher){ c, -1 };
+	pthread_create(t, NULL, flush_thread, fl);
+}
+
+/* A FUA write of a block on a thread of its own. */
+struct fua_job {
+	struct cache *c;
+	const uint8_t *buf;
+	uint64_t off;
+	int r;
+	atomic_bool done;
+};
+
+static void *
+fua_thread(void *arg)
+{
+	struct fua_job *j = arg;
+
+	j->r = cache_pwrite(j->c, j->buf, BLK, j->off, RAID_FUA);
+	atomic_store(&j->done, true);
+	return NULL;
+}
+
+static void
+fua_start(struct fua_job *j, pthread_t *t, struct cache *c, const uint8_t *buf,
+	  uint64_t off)
+{
+	*j = (struct fua_job){ .c = c, .buf = buf, .off = off, .r = -1 };
+	pthread_create(t, NULL, fua_thread, j);
+}
+
+/*
+ * A direct (FUA) write of vd at doff and a write-back of the cached
+ * writes of vw at each of offs[n], made meanwhile, both held at their
+ * gates until both wait there; then the direct write lands first, the
+ * write-back after it.
+ */
+static void
+direct_lands_before_writeback(struct gdev *d, struct cache *c,
+			      const uint8_t *vd, uint64_t doff,
+			      const uint8_t *vw, const uint64_t *offs,
+			      unsigned n)
+{
+	struct fua_job j;
+	struct flusher fl;
+	pthread_t tj, tf;
+
+	gdev_set_fua_gate(d, true);
+	gdev_set_gate(d, true);
+	fua_start(&j, &tj, c, vd, doff);
+	gdev_wait_held(d, 1);
+	for (unsigned i = 0; i < n; i++) {
+		assert_int_equal(cache_pwrite(c, vw, BLK, offs[i], 0), 0);
+	}
+	flush_start(&fl, &tf, c);
+	gdev_wait_held(d, 2);
+	gdev_set_fua_gate(d, false); /* the direct write lands first */
+	pthread_join(tj, NULL);
+	gdev_set_gate(d, false); /* then the write-back */
+	pthread_join(tf, NULL);
+	assert_int_equal(j.r, 0);
+	assert_int_equal(fl.r, 0);
+}
+
 /* ---- cases --------------------------------------------------------------- */
 
 struct region_job {
@@ -402,8 +478,7 @@ test_cache_read_and_write_during_writeback(void **state)
 	t_fill_random(v2, sizeof(v2));
 	assert_int_equal(cache_pwrite(c, v1, 2 * BLK, 8 * BLK, 0), 0);
 	gdev_set_gate(&d, true);
-	fl = (struct flusher){ c, -1 };
-	pthread_create(&t, NULL, flush_thread, &fl);
+	flush_start(&fl, &t, c);
 	gdev_wait_held(&d, 1);
 	/* In flight: the device still holds zeros, reads see v1. */
 	assert_int_equal(cache_pread(c, got, 2 * BLK, 8 * BLK), 0);
@@ -427,8 +502,7 @@ test_cache_read_and_write_during_writeback(void **state)
 	assert_int_equal(cache_flush(c), 0);
 	assert_int_equal(cache_dirty_bytes(c), 0);
 	assert_memory_equal(d.data + 8 * BLK, want, 2 * BLK);
-	assert_int_equal(cache_close(c), 0);
-	gdev_free(&d);
+	gcache_close(&d, c);
 }
 
 /*
@@ -436,23 +510,6 @@ test_cache_read_and_write_during_writeback(void **state)
  * waits for it, so the older data cannot land after it: the device ends
  * with the FUA'd data.
  */
-struct fua_job {
-	struct cache *c;
-	const uint8_t *buf;
-	int r;
-	atomic_bool done;
-};
-
-static void *
-fua_thread(void *arg)
-{
-	struct fua_job *j = arg;
-
-	j->r = cache_pwrite(j->c, j->buf, BLK, 8 * BLK, RAID_FUA);
-	atomic_store(&j->done, true);
-	return NULL;
-}
-
 static void
 test_cache_direct_write_waits_for_writeback(void **state)
 {
@@ -470,11 +527,9 @@ test_cache_direct_write_waits_for_writeback(void **state)
 	t_fill_random(v2, sizeof(v2));
 	assert_int_equal(cache_pwrite(c, v1, BLK, 8 * BLK, 0), 0);
 	gdev_set_gate(&d, true);
-	fl = (struct flusher){ c, -1 };
-	pthread_create(&t, NULL, flush_thread, &fl);
+	flush_start(&fl, &t, c);
 	gdev_wait_held(&d, 1);
-	j = (struct fua_job){ .c = c, .buf = v2, .r = -1 };
-	pthread_create(&u, NULL, fua_thread, &j);
+	fua_start(&j, &u, c, v2, 8 * BLK);
 	/* It cannot reach the device before the write-back let go (had it,
 	 * it would wait at the gate: a second write held). */
 	for (unsigned k = 0; k < 50; k++) {
@@ -491,8 +546,7 @@ test_cache_direct_write_waits_for_writeback(void **state)
 	assert_int_equal(cache_pread(c, got, BLK, 8 * BLK), 0);
 	assert_memory_equal(got, v2, BLK);
 	assert_int_equal(cache_dirty_bytes(c), 0);
-	assert_int_equal(cache_close(c), 0);
-	gdev_free(&d);
+	gcache_close(&d, c);
 }
 
 /*
@@ -515,11 +569,9 @@ test_cache_flush_waits_for_writeback_in_flight(void **state)
 	t_fill_random(v1, sizeof(v1));
 	assert_int_equal(cache_pwrite(c, v1, BLK, 8 * BLK, 0), 0);
 	gdev_set_gate(&d, true);
-	a = (struct flusher){ c, -1 };
-	b = (struct flusher){ c, -1 };
-	pthread_create(&ta, NULL, flush_thread, &a);
+	flush_start(&a, &ta, c);
 	gdev_wait_held(&d, 1);
-	pthread_create(&tb, NULL, flush_thread, &b);
+	flush_start(&b, &tb, c);
 	for (unsigned k = 0; k < 50; k++) {
 		usleep(1000);
 		pthread_mutex_lock(&d.mu);
@@ -532,8 +584,7 @@ test_cache_flush_waits_for_writeback_in_flight(void **state)
 	assert_int_equal(a.r, 0);
 	assert_int_equal(b.r, 0);
 	assert_memory_equal(d.data + 8 * BLK, v1, BLK);
-	assert_int_equal(cache_close(c), 0);
-	gdev_free(&d);
+	gcache_close(&d, c);
 }
 
 /*
@@ -547,11 +598,9 @@ test_cache_flush_waits_for_writeback_in_flight(void **state)
 static void
 test_cache_direct_and_late_writeback_coherent(void **state)
 {
+	const uint64_t at[] = { 8 * BLK };
 	struct gdev d;
 	struct cache *c;
-	struct fua_job j;
-	struct flusher fl;
-	pthread_t tj, tf;
 	uint8_t vd[BLK], vw[BLK], got[BLK];
 
 	(void)state;
@@ -559,26 +608,11 @@ test_cache_direct_and_late_writeback_coherent(void **state)
 	c = gcache(&d, 4 * BLK, 16 * BLK, false);
 	t_fill_random(vd, sizeof(vd));
 	t_fill_random(vw, sizeof(vw));
-	gdev_set_fua_gate(&d, true);
-	gdev_set_gate(&d, true);
-	j = (struct fua_job){ .c = c, .buf = vd, .r = -1 };
-	pthread_create(&tj, NULL, fua_thread, &j); /* block 8, FUA */
-	gdev_wait_held(&d, 1);
-	assert_int_equal(cache_pwrite(c, vw, BLK, 8 * BLK, 0), 0);
-	fl = (struct flusher){ c, -1 };
-	pthread_create(&tf, NULL, flush_thread, &fl);
-	gdev_wait_held(&d, 2);
-	gdev_set_fua_gate(&d, false); /* the direct write lands first */
-	pthread_join(tj, NULL);
-	gdev_set_gate(&d, false); /* then the write-back */
-	pthread_join(tf, NULL);
-	assert_int_equal(j.r, 0);
-	assert_int_equal(fl.r, 0);
+	direct_lands_before_writeback(&d, c, vd, 8 * BLK, vw, at, 1);
 	assert_int_equal(cache_flush(c), 0);
 	assert_int_equal(cache_pread(c, got, BLK, 8 * BLK), 0);
 	assert_memory_equal(d.data + 8 * BLK, got, BLK);
-	assert_int_equal(cache_close(c), 0);
-	gdev_free(&d);
+	gcache_close(&d, c);
 }
 
 /*
@@ -588,30 +622,12 @@ test_cache_direct_and_late_writeback_coherent(void **state)
  * back: the write-back must not read the gap between them from the
  * device and write it back over the direct write.
  */
-struct fua_at {
-	struct cache *c;
-	const uint8_t *buf;
-	uint64_t off;
-	int r;
-};
-
-static void *
-fua_at_thread(void *arg)
-{
-	struct fua_at *j = arg;
-
-	j->r = cache_pwrite(j->c, j->buf, BLK, j->off, RAID_FUA);
-	return NULL;
-}
-
 static void
 test_cache_gap_fill_spares_direct_write_in_flight(void **state)
 {
+	const uint64_t at[] = { 17 * BLK, 25 * BLK };
 	struct gdev d;
 	struct cache *c;
-	struct fua_at j;
-	struct flusher fl;
-	pthread_t tj, tf;
 	uint8_t vd[BLK], vw[BLK], got[BLK];
 
 	(void)state;
@@ -619,29 +635,13 @@ test_cache_gap_fill_spares_direct_write_in_flight(void **state)
 	c = gcache(&d, 16 * BLK, 64 * BLK, true);
 	t_fill_random(vd, sizeof(vd));
 	t_fill_random(vw, sizeof(vw));
-	gdev_set_fua_gate(&d, true);
-	gdev_set_gate(&d, true);
-	j = (struct fua_at){ .c = c, .buf = vd, .off = 21 * BLK, .r = -1 };
-	pthread_create(&tj, NULL, fua_at_thread, &j);
-	gdev_wait_held(&d, 1);
-	assert_int_equal(cache_pwrite(c, vw, BLK, 17 * BLK, 0), 0);
-	assert_int_equal(cache_pwrite(c, vw, BLK, 25 * BLK, 0), 0);
-	fl = (struct flusher){ c, -1 };
-	pthread_create(&tf, NULL, flush_thread, &fl);
-	gdev_wait_held(&d, 2);
-	gdev_set_fua_gate(&d, false); /* the direct write lands */
-	pthread_join(tj, NULL);
-	gdev_set_gate(&d, false); /* then the write-back */
-	pthread_join(tf, NULL);
-	assert_int_equal(j.r, 0);
-	assert_int_equal(fl.r, 0);
+	direct_lands_before_writeback(&d, c, vd, 21 * BLK, vw, at, 2);
 	assert_memory_equal(d.data + 21 * BLK, vd, BLK);
 	assert_memory_equal(d.data + 17 * BLK, vw, BLK);
 	assert_memory_equal(d.data + 25 * BLK, vw, BLK);
 	assert_int_equal(cache_pread(c, got, BLK, 21 * BLK), 0);
 	assert_memory_equal(got, vd, BLK);
-	assert_int_equal(cache_close(c), 0);
-	gdev_free(&d);
+	gcache_close(&d, c);
 }
 
 /*
@@ -937,8 +937,7 @@ test_cache_extents_report_dirty_as_data(void **state)
 	assert_int_equal(
 		cache_extent(c, 0, 64 * BLK, RAID_EXTENT_HOLE, add_ext, &x), 0);
 	assert_int_equal(x.n, 1);
-	assert_int_equal(cache_close(c), 0);
-	gdev_free(&d);
+	gcache_close(&d, c);
 }
 
 /* Writethrough: on the members at the reply, and reads hit. */

@@ -11,7 +11,6 @@
  */
 #undef NDEBUG
 #include <assert.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/loop.h>
@@ -32,19 +31,13 @@
 
 #include "cache_log.h"
 #include "helpers.h"
+#include "logtest.h"
 
 #define KiB	    1024u
 #define MiB	    (1024u * 1024u)
 #define ARRAY_BYTES (256ull * MiB)
 #define REC0	    (8 * KiB) /* the first record of a fresh log */
 #define REC4K	    (8 * KiB) /* a 4 KiB write's header and data */
-
-static const uint8_t uuid_a[16] = { 0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6,
-				    0xa7, 0xa8, 0xa9, 0xaa, 0xab, 0xac,
-				    0xad, 0xae, 0xaf, 0xa0 };
-static const uint8_t uuid_b[16] = { 0xb1, 0xb2, 0xb3, 0xb4, 0xb5, 0xb6,
-				    0xb7, 0xb8, 0xb9, 0xba, 0xbb, 0xbc,
-				    0xbd, 0xbe, 0xbf, 0xb0 };
 
 struct fx {
 	char dir[64];
@@ -60,8 +53,7 @@ setup(void **state)
 
 	t_reset();
 	assert_non_null(f);
-	snprintf(f->dir, sizeof(f->dir), "/tmp/nbdraid-clog.XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
+	t_scratch_dir(f->dir, sizeof(f->dir), "/tmp", "nbdraid-clog");
 	snprintf(f->path, sizeof(f->path), "%s/log", f->dir);
 	f->loop_fd = -1;
 	*state = f;
@@ -72,38 +64,15 @@ static int
 teardown(void **state)
 {
 	struct fx *f = *state;
-	DIR *d = opendir(f->dir);
-	struct dirent *e;
-	char p[400];
-
 	if (f->loop_fd >= 0) {
 		ioctl(f->loop_fd, LOOP_CLR_FD, 0);
 		close(f->loop_fd);
 	}
-	while (d && (e = readdir(d))) {
-		if (e->d_name[0] != '.') {
-			snprintf(p, sizeof(p), "%s/%s", f->dir, e->d_name);
-			unlink(p);
-		}
-	}
-	if (d) {
-		closedir(d);
-	}
-	rmdir(f->dir);
+	t_scratch_remove(f->dir);
 	free(f);
 	clog_sync_hook = NULL;
 	clog_seq_lease = 1u << 20;
 	return 0;
-}
-
-static void
-mk_file(const char *path, uint64_t size)
-{
-	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
-
-	assert_true(fd >= 0);
-	assert_int_equal(ftruncate(fd, (off_t)size), 0);
-	close(fd);
 }
 
 /* Flip a byte of the file (damage). */
@@ -133,12 +102,20 @@ zero(const char *path, uint64_t off, size_t len)
 	close(fd);
 }
 
+/* clog_open of the fixture's log, its message in f->why. */
+static int
+try_open(struct fx *f, const uint8_t *uuid, uint64_t array_bytes, bool create,
+	 bool force, struct clog **l)
+{
+	return clog_open(f->path, uuid, array_bytes, create, force, l, f->why,
+			 sizeof(f->why));
+}
+
 static struct clog *
 open_log(struct fx *f, bool create)
 {
 	struct clog *l = NULL;
-	int r = clog_open(f->path, uuid_a, ARRAY_BYTES, create, false, &l,
-			  f->why, sizeof(f->why));
+	int r = try_open(f, t_uuid_a, ARRAY_BYTES, create, false, &l);
 
 	if (r) {
 		fprintf(stderr, "clog_open: %d: %s\n", r, f->why);
@@ -150,7 +127,7 @@ open_log(struct fx *f, bool create)
 static struct clog *
 new_log(struct fx *f, uint64_t size)
 {
-	mk_file(f->path, size);
+	t_mk_file(f->path, size);
 	return open_log(f, true);
 }
 
@@ -287,6 +264,12 @@ replay_expect(struct clog *l, const struct model *m)
 	assert_int_equal(c.i, m->n - m->first);
 }
 
+static int
+examine(struct fx *f, struct clog_info *info)
+{
+	return clog_examine(f->path, info, f->why, sizeof(f->why));
+}
+
 /* Close (a crash: nothing retired) and open again. */
 static struct clog *
 reopen(struct fx *f, struct clog *l)
@@ -307,8 +290,7 @@ test_cache_log_round_trip(void **state)
 	struct clog_info info;
 	uint64_t data = 0;
 
-	assert_int_equal(
-		clog_replay(l, check_fn, &(struct replay_check){ &m, 0 }), 0);
+	replay_expect(l, &m);
 	for (int i = 0; i < 200; i++) {
 		assert_int_equal(m_append_random(l, &m, 20000), 0);
 		if (t_rand(8) == 0) {
@@ -325,8 +307,7 @@ test_cache_log_round_trip(void **state)
 	replay_expect(l, &m);
 	clog_close(l);
 
-	assert_int_equal(clog_examine(f->path, &info, f->why, sizeof(f->why)),
-			 0);
+	assert_int_equal(examine(f, &info), 0);
 	for (size_t i = 0; i < m.n; i++) {
 		data += m.r[i].type == CLOG_WRITE ? m.r[i].len : 0;
 	}
@@ -334,7 +315,7 @@ test_cache_log_round_trip(void **state)
 	assert_int_equal(info.data_bytes, data);
 	assert_int_equal(info.first_lsn, m.r[0].lsn);
 	assert_int_equal(info.last_lsn, m_last(&m));
-	assert_memory_equal(info.array_uuid, uuid_a, 16);
+	assert_memory_equal(info.array_uuid, t_uuid_a, 16);
 	m_free(&m);
 }
 
@@ -499,6 +480,19 @@ ten_writes(struct fx *f, struct model *m)
 	clog_close(l);
 }
 
+/* The log, damaged: an open replays the model's first n records only. */
+static void
+replays_first(struct fx *f, struct model *m, size_t n)
+{
+	struct clog *l;
+
+	m_truncate(m, n);
+	l = open_log(f, false);
+	replay_expect(l, m);
+	clog_close(l);
+	m_free(m);
+}
+
 /* A torn last record (data never landed, or a byte wrong): ignored. */
 static void
 test_cache_log_torn_last_record(void **state)
@@ -526,11 +520,7 @@ test_cache_log_torn_last_record(void **state)
 	memset(&m, 0, sizeof(m));
 	ten_writes(f, &m);
 	flip(f->path, REC0 + 9 * REC4K + 40);
-	m_truncate(&m, 9);
-	l = open_log(f, false);
-	replay_expect(l, &m);
-	clog_close(l);
-	m_free(&m);
+	replays_first(f, &m, 9);
 }
 
 /* A bad record in the middle ends the replay there. */
@@ -539,15 +529,10 @@ test_cache_log_corrupt_middle_stops(void **state)
 {
 	struct fx *f = *state;
 	struct model m = { 0 };
-	struct clog *l;
 
 	ten_writes(f, &m);
 	flip(f->path, REC0 + 4 * REC4K + 4096 + 100); /* record 5's data */
-	m_truncate(&m, 4);
-	l = open_log(f, false);
-	replay_expect(l, &m);
-	clog_close(l);
-	m_free(&m);
+	replays_first(f, &m, 4);
 }
 
 /* Many laps round a small log with retires; each reopen replays exactly
@@ -712,8 +697,7 @@ test_cache_log_refusals(void **state)
 	bool has;
 
 	/* In use: a second open of the same log. */
-	assert_int_equal(clog_open(f->path, uuid_a, ARRAY_BYTES, true, false,
-				   &l2, f->why, sizeof(f->why)),
+	assert_int_equal(try_open(f, t_uuid_a, ARRAY_BYTES, true, false, &l2),
 			 -EBUSY);
 	assert_non_null(strstr(f->why, f->path));
 	assert_non_null(strstr(f->why, "in use"));
@@ -722,59 +706,48 @@ test_cache_log_refusals(void **state)
 
 	assert_int_equal(clog_peek(f->path, uuid, &has, f->why, sizeof(f->why)),
 			 0);
-	assert_memory_equal(uuid, uuid_a, 16);
+	assert_memory_equal(uuid, t_uuid_a, 16);
 	assert_true(has);
 	/* Another array: refused, create or not; force formats it. */
 	for (int create = 0; create < 2; create++) {
-		assert_int_equal(clog_open(f->path, uuid_b, ARRAY_BYTES, create,
-					   false, &l, f->why, sizeof(f->why)),
-				 -EEXIST);
+		assert_int_equal(
+			try_open(f, t_uuid_b, ARRAY_BYTES, create, false, &l),
+			-EEXIST);
 		assert_non_null(strstr(f->why, f->path));
 		assert_non_null(strstr(f->why, "another array"));
 		assert_non_null(strstr(f->why, "a1a2a3a4:a5a6a7a8"));
 	}
 	assert_non_null(strstr(f->why, "force=true"));
-	assert_int_equal(clog_open(f->path, uuid_b, ARRAY_BYTES, false, true,
-				   &l, f->why, sizeof(f->why)),
+	assert_int_equal(try_open(f, t_uuid_b, ARRAY_BYTES, false, true, &l),
 			 -EEXIST);
-	assert_int_equal(clog_open(f->path, uuid_b, ARRAY_BYTES, true, true, &l,
-				   f->why, sizeof(f->why)),
-			 0);
-	assert_int_equal(
-		clog_replay(l, check_fn,
-			    &(struct replay_check){ &(struct model){ 0 }, 0 }),
-		0);
+	assert_int_equal(try_open(f, t_uuid_b, ARRAY_BYTES, true, true, &l), 0);
+	replay_expect(l, &(struct model){ 0 });
 	clog_close(l);
 	assert_int_equal(clog_peek(f->path, uuid, &has, f->why, sizeof(f->why)),
 			 0);
-	assert_memory_equal(uuid, uuid_b, 16);
+	assert_memory_equal(uuid, t_uuid_b, 16);
 	assert_false(has);
 
 	/* Records past a smaller array: refused. */
 	m_free(&m);
 	memset(&m, 0, sizeof(m));
-	assert_int_equal(clog_open(f->path, uuid_a, ARRAY_BYTES, true, true, &l,
-				   f->why, sizeof(f->why)),
-			 0);
+	assert_int_equal(try_open(f, t_uuid_a, ARRAY_BYTES, true, true, &l), 0);
 	assert_int_equal(m_append(l, &m, CLOG_WRITE, 200 * MiB, 100), 0);
 	clog_close(l);
-	assert_int_equal(clog_open(f->path, uuid_a, 100 * MiB, false, false, &l,
-				   f->why, sizeof(f->why)),
+	assert_int_equal(try_open(f, t_uuid_a, 100 * MiB, false, false, &l),
 			 -EINVAL);
 	assert_non_null(strstr(f->why, "array byte 209715300"));
 	m_free(&m);
 
 	/* Not a log; too small. */
-	mk_file(f->path, 2 * MiB);
-	assert_int_equal(clog_open(f->path, uuid_a, ARRAY_BYTES, false, false,
-				   &l, f->why, sizeof(f->why)),
+	t_mk_file(f->path, 2 * MiB);
+	assert_int_equal(try_open(f, t_uuid_a, ARRAY_BYTES, false, false, &l),
 			 -EINVAL);
 	assert_non_null(strstr(f->why, "not an nbdraid cache log"));
 	assert_int_equal(clog_peek(f->path, uuid, &has, f->why, sizeof(f->why)),
 			 -EINVAL);
-	mk_file(f->path, 512 * KiB);
-	assert_int_equal(clog_open(f->path, uuid_a, ARRAY_BYTES, true, false,
-				   &l, f->why, sizeof(f->why)),
+	t_mk_file(f->path, 512 * KiB);
+	assert_int_equal(try_open(f, t_uuid_a, ARRAY_BYTES, true, false, &l),
 			 -EINVAL);
 	assert_non_null(strstr(f->why, "too small"));
 	assert_non_null(strstr(f->why, f->path));
@@ -788,18 +761,15 @@ test_cache_log_refuses_filesystem(void **state)
 	struct clog *l = NULL;
 	char cmd[256];
 
-	mk_file(f->path, 2 * MiB);
+	t_mk_file(f->path, 2 * MiB);
 	snprintf(cmd, sizeof(cmd), "mkswap %s >/dev/null 2>&1", f->path);
 	if (system(cmd) != 0) {
 		skip();
 	}
-	assert_int_equal(clog_open(f->path, uuid_a, ARRAY_BYTES, true, false,
-				   &l, f->why, sizeof(f->why)),
+	assert_int_equal(try_open(f, t_uuid_a, ARRAY_BYTES, true, false, &l),
 			 -EEXIST);
 	assert_non_null(strstr(f->why, "holds swap"));
-	assert_int_equal(clog_open(f->path, uuid_a, ARRAY_BYTES, true, true, &l,
-				   f->why, sizeof(f->why)),
-			 0);
+	assert_int_equal(try_open(f, t_uuid_a, ARRAY_BYTES, true, true, &l), 0);
 	clog_close(l);
 }
 
@@ -900,8 +870,7 @@ test_cache_log_header_slot_torn(void **state)
 	assert_int_equal(clog_retire(l, m.r[1].lsn), 0);
 	assert_int_equal(clog_retire(l, m.r[3].lsn), 0);
 	clog_close(l);
-	assert_int_equal(clog_examine(f->path, &info, f->why, sizeof(f->why)),
-			 0);
+	assert_int_equal(examine(f, &info), 0);
 	assert_true(info.other_slot_valid);
 	assert_int_equal(info.records, 2);
 	assert_int_equal(info.tail, REC0 + 4 * REC4K);
@@ -913,24 +882,17 @@ test_cache_log_header_slot_torn(void **state)
 	l = open_log(f, false);
 	replay_expect(l, &from1);
 	clog_close(l);
-	assert_int_equal(clog_examine(f->path, &info, f->why, sizeof(f->why)),
-			 0);
+	assert_int_equal(examine(f, &info), 0);
 	assert_int_equal(info.records, 4);
 
 	/* Both slots damaged: refused, and formatted only when forced. */
 	flip(f->path, 100);
 	flip(f->path, 4096 + 100);
-	assert_int_equal(clog_open(f->path, uuid_a, ARRAY_BYTES, true, false,
-				   &l, f->why, sizeof(f->why)),
+	assert_int_equal(try_open(f, t_uuid_a, ARRAY_BYTES, true, false, &l),
 			 -EINVAL);
 	assert_non_null(strstr(f->why, "damaged"));
-	assert_int_equal(clog_open(f->path, uuid_a, ARRAY_BYTES, true, true, &l,
-				   f->why, sizeof(f->why)),
-			 0);
-	assert_int_equal(
-		clog_replay(l, check_fn,
-			    &(struct replay_check){ &(struct model){ 0 }, 0 }),
-		0);
+	assert_int_equal(try_open(f, t_uuid_a, ARRAY_BYTES, true, true, &l), 0);
+	replay_expect(l, &(struct model){ 0 });
 	clog_close(l);
 	m_free(&from1);
 }
@@ -1026,7 +988,7 @@ test_cache_log_block_device(void **state)
 	int ctl, nr, bfd, lfd = -1;
 
 	snprintf(backing, sizeof(backing), "%s/backing", f->dir);
-	mk_file(backing, 3 * MiB);
+	t_mk_file(backing, 3 * MiB);
 	ctl = open("/dev/loop-control", O_RDWR);
 	nr = ctl >= 0 ? ioctl(ctl, LOOP_CTL_GET_FREE) : -1;
 	bfd = open(backing, O_RDWR);
@@ -1052,7 +1014,7 @@ test_cache_log_block_device(void **state)
 	close(ctl);
 	snprintf(f->path, sizeof(f->path), "%s", dev);
 	l = open_log(f, true);
-	assert_int_equal(clog_open(dev, uuid_a, ARRAY_BYTES, true, false, &l2,
+	assert_int_equal(clog_open(dev, t_uuid_a, ARRAY_BYTES, true, false, &l2,
 				   f->why, sizeof(f->why)),
 			 -EBUSY);
 	for (int i = 0; i < 40; i++) {

@@ -13,7 +13,6 @@
  */
 #undef NDEBUG
 #include <assert.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -34,19 +33,13 @@
 #include "cache_log.h"
 #include "fixture.h"
 #include "helpers.h"
+#include "logtest.h"
 #include "util.h"
 
 #define BLK   CACHE_BLOCK
 #define KiB   1024u
 #define MiB   (1024u * 1024u)
 #define NCAND 6 /* values remembered per byte since its guarantee */
-
-static const uint8_t uuid_a[16] = { 0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6,
-				    0xa7, 0xa8, 0xa9, 0xaa, 0xab, 0xac,
-				    0xad, 0xae, 0xaf, 0xa0 };
-static const uint8_t uuid_b[16] = { 0xb1, 0xb2, 0xb3, 0xb4, 0xb5, 0xb6,
-				    0xb7, 0xb8, 0xb9, 0xba, 0xbb, 0xbc,
-				    0xbd, 0xbe, 0xbf, 0xb0 };
 
 /* ---- a memory device with a volatile write cache ----------------------- */
 
@@ -176,21 +169,11 @@ struct lfx {
 	const uint8_t *uuid;
 };
 
-static void
-mk_file(const char *path, uint64_t size)
-{
-	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
-
-	assert_true(fd >= 0);
-	assert_int_equal(ftruncate(fd, (off_t)size), 0);
-	close(fd);
-}
-
 /* A blank log of log_bytes, the device zeroed. */
 static void
 fresh(struct lfx *f, uint64_t log_bytes)
 {
-	mk_file(f->path, log_bytes);
+	t_mk_file(f->path, log_bytes);
 	memset(f->d.data, 0, f->d.size);
 	memset(f->d.stable, 0, f->d.size);
 }
@@ -203,13 +186,12 @@ setup(void **state)
 
 	t_reset();
 	assert_non_null(f);
-	snprintf(f->dir, sizeof(f->dir), "%s/nbdraid-lm.XXXXXX", base);
-	assert_non_null(mkdtemp(f->dir));
+	t_scratch_dir(f->dir, sizeof(f->dir), base, "nbdraid-lm");
 	snprintf(f->path, sizeof(f->path), "%s/log", f->dir);
 	f->unit = 64 * KiB;
 	f->csize = 1 * MiB;
 	f->hold = true;
-	f->uuid = uuid_a;
+	f->uuid = t_uuid_a;
 	f->mode = RAID_CACHE_WRITEBACK;
 	vdev_init(&f->d, 4 * MiB);
 	*state = f;
@@ -220,20 +202,7 @@ static int
 teardown(void **state)
 {
 	struct lfx *f = *state;
-	DIR *d = opendir(f->dir);
-	struct dirent *e;
-	char p[400];
-
-	while (d && (e = readdir(d))) {
-		if (e->d_name[0] != '.') {
-			snprintf(p, sizeof(p), "%s/%s", f->dir, e->d_name);
-			unlink(p);
-		}
-	}
-	if (d) {
-		closedir(d);
-	}
-	rmdir(f->dir);
+	t_scratch_remove(f->dir);
 	vdev_free(&f->d);
 	free(f);
 	clog_fault_hook = NULL;
@@ -647,7 +616,7 @@ test_logmode_log_full_writers_wait(void **state)
 	struct raid_cache_status st;
 	struct cache *c;
 
-	mk_file(f->path, 1 * MiB);
+	t_mk_file(f->path, 1 * MiB);
 	f->csize = 4 * MiB;
 	c = lopen(f);
 	for (unsigned i = 0; i < 4; i++) {
@@ -694,7 +663,7 @@ test_logmode_retire_only_after_device_flush(void **state)
 	unsigned flushes;
 	struct cache *c;
 
-	mk_file(f->path, 4 * MiB);
+	t_mk_file(f->path, 4 * MiB);
 	c = lopen(f);
 	t_fill_random(a, sizeof(a));
 	for (unsigned i = 0; i < 3; i++) {
@@ -797,7 +766,7 @@ test_logmode_torn_last_record_ignored(void **state)
 	int fd;
 	uint8_t x;
 
-	mk_file(f->path, 4 * MiB);
+	t_mk_file(f->path, 4 * MiB);
 	c = lopen(f);
 	t_fill_random(a, sizeof(a));
 	t_fill_random(b, sizeof(b));
@@ -896,17 +865,17 @@ test_logmode_other_arrays_log_refused(void **state)
 	uint8_t a[BLK];
 	struct cache *c;
 
-	mk_file(f->path, 2 * MiB);
+	t_mk_file(f->path, 2 * MiB);
 	c = lopen(f);
 	t_fill_random(a, sizeof(a));
 	assert_int_equal(cache_pwrite(c, a, BLK, 0, RAID_FUA), 0);
 	cache_abandon(c);
-	f->uuid = uuid_b;
+	f->uuid = t_uuid_b;
 	assert_int_equal(try_open(f, &c), -EEXIST);
 	assert_null(c);
 	assert_non_null(strstr(t_last_error, f->path));
 	assert_int_equal(log_records(f), 1);
-	f->uuid = uuid_a;
+	f->uuid = t_uuid_a;
 	c = lopen(f);
 	assert_int_equal(cst(c).log_replayed, 1);
 	assert_int_equal(cache_close(c), 0);
@@ -929,7 +898,7 @@ test_logmode_array_rules(void **state)
 	uint8_t a[BLK] = { 1 };
 	char why[256];
 
-	mk_file(f->path, 2 * MiB);
+	t_mk_file(f->path, 2 * MiB);
 	assert_int_equal(fixture_setup(&fs), 0);
 	fx = fs;
 	assert_int_equal(fixture_open(fx, &spec), 0);
@@ -939,7 +908,7 @@ test_logmode_array_rules(void **state)
 	assert_non_null(strstr(t_last_error, "needs md superblocks"));
 	assert_null(fx->a->cache);
 	/* A log with a record, as a crash leaves it. */
-	assert_int_equal(clog_open(f->path, uuid_a, fx->a->size, true, false,
+	assert_int_equal(clog_open(f->path, t_uuid_a, fx->a->size, true, false,
 				   &l, why, sizeof(why)),
 			 0);
 	assert_int_equal(clog_append(l, CLOG_WRITE, 0, BLK, a, &lsn), 0);
