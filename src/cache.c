@@ -215,19 +215,12 @@ done_wait(struct cache *c, uint64_t mark)
 	pthread_mutex_unlock(&c->done_lock);
 }
 
-/* As done_wait, for at most ns. */
+/* As done_wait, for at most ns (done_cond is on CLOCK_MONOTONIC). */
 static void
 done_wait_for(struct cache *c, uint64_t mark, uint64_t ns)
 {
-	struct timespec until;
+	struct timespec until = mono_deadline(ns);
 
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += ns / 1000000000ull;
-	until.tv_nsec += ns % 1000000000ull;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
-	}
 	pthread_mutex_lock(&c->done_lock);
 	if (atomic_load(&c->done_gen) == mark) {
 		pthread_cond_timedwait(&c->done_cond, &c->done_lock, &until);
@@ -2371,7 +2364,6 @@ cache_init_locks(struct cache *c)
 	pthread_mutex_init(&c->pool.lock, NULL);
 	pthread_cond_init(&c->pool.space, NULL);
 	pthread_mutex_init(&c->done_lock, NULL);
-	pthread_cond_init(&c->done_cond, NULL);
 	pthread_mutex_init(&c->seq_lock, NULL);
 	pthread_mutex_init(&c->dop_lock, NULL);
 	pthread_mutex_init(&c->buf_lock, NULL);
@@ -2382,6 +2374,7 @@ cache_init_locks(struct cache *c)
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&c->wb_wake, &ca);
+	pthread_cond_init(&c->done_cond, &ca);
 	pthread_cond_init(&c->log_cond, &ca);
 	pthread_condattr_destroy(&ca);
 	range_lock_init(&c->order);
