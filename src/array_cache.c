@@ -260,6 +260,7 @@ array_cache_open(struct raid_array *a, const struct raid_config *cfg)
 		.size_bytes = cfg->cache_size,
 		.seq_cutoff = cfg->cache_seq_cutoff,
 		.hold_ms = cfg->cache_hold_ms,
+		.readahead = cfg->cache_readahead,
 		.log_path = cfg->cache_log,
 		.log_force = cfg->force,
 	};
