@@ -36,6 +36,10 @@
 #define STREAMS		 16	       /* sequential streams remembered */
 #define STREAM_WINDOW	 16	       /* requests of reordering tolerated */
 #define BYPASS_FRACTION	 4	       /* bigger than size/this: bypass */
+#define RA_QUEUE	 8	       /* read-ahead windows queued, at most */
+#define RA_TRIGGER	 3	       /* reads in a row that make a stream */
+#define RA_INIT_MIN	 (1ull << 20)  /* the first window, at least */
+#define RA_MAX_UNITS	 64	       /* units pinned by one read-ahead */
 
 /* ---- structures -------------------------------------------------------- */
 
@@ -53,7 +57,8 @@ struct centry {
 	bool wb;	     /* a write-back holds its in-flight blocks */
 	bool in_lru;	     /* it has clean blocks (evictable ones) */
 	uint8_t **page;	     /* a page per valid block, in block order */
-	uint64_t bits[];     /* valid, dirty, inflight: c->words each */
+	uint64_t bits[];     /* valid, dirty, inflight, read ahead (and not
+				read since): c->words each */
 };
 
 /*
@@ -88,6 +93,20 @@ struct pool {
 struct stream {
 	uint64_t end, run;
 	uint64_t used; /* LRU stamp */
+};
+
+/* A sequential reader (cache_readahead.c). */
+struct rstream {
+	uint64_t end;	 /* where its furthest read ended */
+	uint64_t reads;	 /* reads that moved end forward, in a row */
+	uint64_t ra_end; /* read-ahead asked for up to here */
+	uint64_t win;	 /* its window now */
+	uint64_t used;	 /* LRU stamp */
+};
+
+/* A read-ahead window, queued or being read. */
+struct ra_req {
+	uint64_t lo, hi;
 };
 
 struct dop_req;
@@ -172,10 +191,30 @@ struct cache {
 	uint64_t rate_ns;	   /* when the rate was last computed */
 	uint64_t rate_bytes;	   /* written_back at that moment */
 
+	/*
+	 * Read-ahead (cache_readahead.c; docs/cache.md, "Read-ahead").
+	 * ra_lock guards the read streams, ra_clock, the queue of windows
+	 * (ra_q[ra_head ..], ra_n of them, the first being read while the
+	 * worker runs) and ra_stop; with ra_wake, the worker's sleep; with
+	 * ra_done, readers waiting for a window queued or being read.  A
+	 * leaf.  ra_running: the worker runs (set by ra_start and ra_stop).
+	 */
+	uint64_t ra_max; /* cache-readahead: the largest window; 0 off */
+	pthread_mutex_t ra_lock;
+	pthread_cond_t ra_wake, ra_done;
+	struct rstream rstreams[STREAMS];
+	uint64_t ra_clock;
+	struct ra_req ra_q[RA_QUEUE];
+	unsigned ra_head, ra_n;
+	bool ra_stop;
+	atomic_bool ra_running;
+	pthread_t ra_thread;
+
 	struct {
 		atomic_uint_fast64_t read_hits, read_misses, writes_cached,
 			write_hits, writes_direct, writes_bypassed,
-			written_back, wb_rate, wb_errors, waits;
+			written_back, wb_rate, wb_errors, waits, ra_bytes,
+			ra_hits;
 	} st;
 
 	/*
@@ -275,6 +314,35 @@ int cache_write_cached(struct cache *c, const uint8_t *buf, uint64_t count,
 /* The part of a write that goes straight to the device, if any. */
 bool cache_bypass_range(struct cache *c, uint64_t off, uint64_t count,
 			uint64_t *lo, uint64_t *hi);
+
+/*
+ * Read-ahead: [lo, hi) read from the device into the blocks still not
+ * cached there, clean, under pins (cache.c has why that is coherent);
+ * gives up (0) where units are busy, a direct operation is in flight or
+ * there is no room without evicting dirty data.  buf: hi - lo bytes.
+ * *bytes: the bytes inserted.
+ */
+int cache_ra_fill(struct cache *c, uint64_t lo, uint64_t hi, uint8_t *buf,
+		  uint64_t *bytes);
+
+/* ---- cache_readahead.c ---- */
+
+void ra_init(struct cache *c, uint64_t max);
+void ra_destroy(struct cache *c);
+int ra_start(struct cache *c);
+void ra_stop(struct cache *c);
+/*
+ * A read of [off, off+len) arrives: follow its stream and queue the next
+ * window when it is sequential.  Without the worker, the window to read
+ * ahead now (after the reply's data) in *lo, *hi (lo == hi: none).
+ */
+void ra_note(struct cache *c, uint64_t off, uint64_t len, uint64_t *lo,
+	     uint64_t *hi);
+/* Read the window now (no worker). */
+void ra_run(struct cache *c, uint64_t lo, uint64_t hi);
+/* Wait until no window queued or being read touches [lo, hi); true if
+ * it waited (the caller looks in the cache again). */
+bool ra_wait(struct cache *c, uint64_t lo, uint64_t hi);
 
 /* ---- cache_logmode.c ---- */
 

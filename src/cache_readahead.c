@@ -1,0 +1,298 @@
+/*
+ * cache_readahead.c: read-ahead for sequential readers (docs/cache.md,
+ * "Read-ahead"; the coherence rules are with cache_ra_fill in cache.c).
+ *
+ * DESIGN
+ * Reads are followed in a small table of streams, as writes are for the
+ * bypass (stream_run in cache.c) but apart from them.  A read that starts
+ * near where a stream's furthest read ended (within STREAM_WINDOW reads
+ * of its length: a reader with several requests in flight sends them
+ * slightly out of order) and ends past that moves the stream on; one that
+ * ends before it is a late request of the stream and changes nothing; any
+ * other read starts a stream in the least recently used slot.  After
+ * RA_TRIGGER reads in a row a stream is sequential, and the cache keeps
+ * read-ahead in front of it, ramping up as Linux's readahead does: the
+ * first window is four reads' worth (at least RA_INIT_MIN), each next one
+ * twice the last, up to cache-readahead; the next window is asked for
+ * once less than a window lies read ahead of the reader.  Windows end on
+ * unit boundaries where they can, so that they read whole stripes.
+ *
+ * One worker (started with the write-back thread, after nbdkit forks)
+ * reads the queued windows in order into the cache (cache_ra_fill), so
+ * the reader that asked is answered without waiting for them.  A reader
+ * missing blocks that a window queued or being read covers waits for it
+ * and takes them from the cache, rather than reading them a second time.
+ * A full queue drops the window (the stream asks again on its next
+ * read).  Without the worker (unit tests; before the start) the reader
+ * reads the window itself, after its own data.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+#include "cache_int.h"
+#include "io/io.h"
+#include "log.h"
+#include "util.h"
+
+/*
+ * The largest window: cache-readahead in whole blocks, at most an eighth
+ * of the cache (so that what read-ahead holds never leaves a writer
+ * without room: cache_ra_fill).
+ */
+void
+ra_init(struct cache *c, uint64_t max)
+{
+	uint64_t cap = c->pool.cap * c->block / 8;
+
+	pthread_mutex_init(&c->ra_lock, NULL);
+	pthread_cond_init(&c->ra_wake, NULL);
+	pthread_cond_init(&c->ra_done, NULL);
+	c->ra_max = ROUND_DOWN(MIN(max, cap), c->block);
+	if (max && c->ra_max < max) {
+		raid_debug("cache: read-ahead windows of %llu bytes at most "
+			   "(an eighth of the cache)",
+			   (unsigned long long)c->ra_max);
+	}
+}
+
+void
+ra_destroy(struct cache *c)
+{
+	pthread_mutex_destroy(&c->ra_lock);
+	pthread_cond_destroy(&c->ra_wake);
+	pthread_cond_destroy(&c->ra_done);
+}
+
+/* The stream a read of [off, off+len) belongs to, or a new one. */
+static struct rstream *
+rstream_of(struct cache *c, uint64_t off, uint64_t len)
+{
+	uint64_t win = STREAM_WINDOW * len;
+	struct rstream *old = &c->rstreams[0];
+
+	for (unsigned i = 0; i < STREAMS; i++) {
+		struct rstream *t = &c->rstreams[i];
+
+		if (t->reads && off + win >= t->end && off <= t->end + win) {
+			return t;
+		}
+		if (t->used < old->used) {
+			old = t;
+		}
+	}
+	*old = (struct rstream){ .end = off };
+	return old;
+}
+
+/* The stream's next window into [*lo, *hi), if it is due. */
+static bool
+next_window(struct cache *c, struct rstream *s, uint64_t len, uint64_t *lo,
+	    uint64_t *hi)
+{
+	uint64_t from, to;
+
+	if (s->ra_end <= s->end) { /* nothing ahead: start, or start again */
+		s->win = s->win ? s->win
+				: MIN(c->ra_max, MAX(RA_INIT_MIN, 4 * len));
+		from = s->end;
+	} else if (s->ra_end - s->end < s->win) {
+		s->win = MIN(c->ra_max, 2 * s->win);
+		from = s->ra_end;
+	} else {
+		return false;
+	}
+	to = ROUND_DOWN_ANY(from + s->win, c->unit);
+	if (to <= from) {
+		to = ROUND_UP(from + s->win, c->block);
+	}
+	to = MIN(to, c->size);
+	if (to <= from) {
+		return false;
+	}
+	*lo = from;
+	*hi = to;
+	return true;
+}
+
+/* Queue a window for the worker (ra_lock held); false when full or
+ * stopping. */
+static bool
+ra_queue(struct cache *c, uint64_t lo, uint64_t hi)
+{
+	if (c->ra_n == RA_QUEUE || c->ra_stop) {
+		return false;
+	}
+	c->ra_q[(c->ra_head + c->ra_n++) % RA_QUEUE] =
+		(struct ra_req){ .lo = lo, .hi = hi };
+	pthread_cond_signal(&c->ra_wake);
+	return true;
+}
+
+void
+ra_note(struct cache *c, uint64_t off, uint64_t len, uint64_t *lo, uint64_t *hi)
+{
+	struct rstream *s;
+	uint64_t had;
+
+	*lo = *hi = 0;
+	if (!c->ra_max) {
+		return;
+	}
+	pthread_mutex_lock(&c->ra_lock);
+	s = rstream_of(c, off, len);
+	if (off + len > s->end) {
+		s->end = off + len;
+		s->reads++;
+	}
+	s->used = ++c->ra_clock;
+	had = s->ra_end;
+	if (s->reads >= RA_TRIGGER && next_window(c, s, len, lo, hi)) {
+		s->ra_end = *hi;
+		if (atomic_load(&c->ra_running)) {
+			if (!ra_queue(c, *lo, *hi)) {
+				s->ra_end = had; /* asked again next time */
+			}
+			*lo = *hi = 0;
+		}
+	}
+	pthread_mutex_unlock(&c->ra_lock);
+}
+
+/* Read one window into the cache with buf (room for it). */
+static void
+ra_read(struct cache *c, uint64_t lo, uint64_t hi, uint8_t *buf)
+{
+	uint64_t bytes = 0;
+	int r = cache_ra_fill(c, lo, hi, buf, &bytes);
+
+	atomic_fetch_add_explicit(&c->st.ra_bytes, bytes, memory_order_relaxed);
+	if (r < 0) {
+		raid_debug("cache: read-ahead of %llu+%llu failed (%s)",
+			   (unsigned long long)lo,
+			   (unsigned long long)(hi - lo), strerror(-r));
+	}
+}
+
+/* A window's buffer: a window is at most ra_max, and its first block
+ * starts up to a block before it. */
+static uint8_t *
+ra_buf(struct cache *c)
+{
+	void *b = NULL;
+
+	if (posix_memalign(&b, IO_BUF_ALIGN, c->ra_max + 2 * c->block)) {
+		return NULL;
+	}
+	return b;
+}
+
+void
+ra_run(struct cache *c, uint64_t lo, uint64_t hi)
+{
+	uint8_t *buf = ra_buf(c);
+
+	if (buf) {
+		ra_read(c, lo, hi, buf);
+	}
+	free(buf);
+}
+
+/* Does a window queued or being read touch [lo, hi)?  (ra_lock held.) */
+static bool
+ra_pending(struct cache *c, uint64_t lo, uint64_t hi)
+{
+	for (unsigned k = 0; k < c->ra_n; k++) {
+		const struct ra_req *q = &c->ra_q[(c->ra_head + k) % RA_QUEUE];
+
+		if (q->lo < hi && lo < q->hi) {
+			return true;
+		}
+	}
+	return false;
+}
+
+bool
+ra_wait(struct cache *c, uint64_t lo, uint64_t hi)
+{
+	bool waited = false;
+
+	if (!atomic_load(&c->ra_running)) {
+		return false;
+	}
+	pthread_mutex_lock(&c->ra_lock);
+	while (ra_pending(c, lo, hi)) {
+		pthread_cond_wait(&c->ra_done, &c->ra_lock);
+		waited = true;
+	}
+	pthread_mutex_unlock(&c->ra_lock);
+	return waited;
+}
+
+/* The worker: the queued windows in order, each left in the queue (for
+ * ra_wait) until it is in the cache. */
+static void *
+ra_main(void *arg)
+{
+	struct cache *c = arg;
+	uint8_t *buf = ra_buf(c);
+
+	pthread_mutex_lock(&c->ra_lock);
+	while (!c->ra_stop) {
+		struct ra_req q;
+
+		if (!c->ra_n) {
+			pthread_cond_wait(&c->ra_wake, &c->ra_lock);
+			continue;
+		}
+		q = c->ra_q[c->ra_head];
+		pthread_mutex_unlock(&c->ra_lock);
+		if (buf) {
+			ra_read(c, q.lo, q.hi, buf);
+		}
+		pthread_mutex_lock(&c->ra_lock);
+		c->ra_head = (c->ra_head + 1) % RA_QUEUE;
+		c->ra_n--;
+		pthread_cond_broadcast(&c->ra_done);
+	}
+	c->ra_n = 0;
+	pthread_cond_broadcast(&c->ra_done);
+	pthread_mutex_unlock(&c->ra_lock);
+	free(buf);
+	return NULL;
+}
+
+int
+ra_start(struct cache *c)
+{
+	int r;
+
+	if (!c->ra_max || atomic_load(&c->ra_running)) {
+		return 0;
+	}
+	c->ra_stop = false;
+	r = pthread_create(&c->ra_thread, NULL, ra_main, c);
+	if (r) {
+		raid_error("cache: cannot start the read-ahead thread: %s",
+			   strerror(r));
+		return -r;
+	}
+	atomic_store(&c->ra_running, true);
+	return 0;
+}
+
+void
+ra_stop(struct cache *c)
+{
+	if (!atomic_load(&c->ra_running)) {
+		return;
+	}
+	pthread_mutex_lock(&c->ra_lock);
+	c->ra_stop = true;
+	pthread_cond_broadcast(&c->ra_wake);
+	pthread_mutex_unlock(&c->ra_lock);
+	pthread_join(c->ra_thread, NULL);
+	atomic_store(&c->ra_running, false);
+}
