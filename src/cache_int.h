@@ -37,6 +37,7 @@
 #define STREAM_WINDOW	 16	       /* requests of reordering tolerated */
 #define BYPASS_FRACTION	 4	       /* bigger than size/this: bypass */
 #define RA_QUEUE	 8	       /* read-ahead windows queued, at most */
+#define RA_THREADS	 2	       /* read-ahead workers */
 #define RA_TRIGGER	 3	       /* reads in a row that make a stream */
 #define RA_INIT_MIN	 (1ull << 20)  /* the first window, at least */
 #define RA_MAX_UNITS	 64	       /* units pinned by one read-ahead */
@@ -104,9 +105,11 @@ struct rstream {
 	uint64_t used;	 /* LRU stamp */
 };
 
-/* A read-ahead window, queued or being read. */
+/* A read-ahead window: queued, being read, or a free slot. */
 struct ra_req {
 	uint64_t lo, hi;
+	uint64_t seq; /* queued in this order; 0: a free slot */
+	bool busy;    /* a worker reads it */
 };
 
 struct dop_req;
@@ -193,11 +196,11 @@ struct cache {
 
 	/*
 	 * Read-ahead (cache_readahead.c; docs/cache.md, "Read-ahead").
-	 * ra_lock guards the read streams, ra_clock, the queue of windows
-	 * (ra_q[ra_head ..], ra_n of them, the first being read while the
-	 * worker runs) and ra_stop; with ra_wake, the worker's sleep; with
+	 * ra_lock guards the read streams, ra_clock, the windows (ra_q:
+	 * slots, queued in ra_seq order, a slot held until its window is in
+	 * the cache) and ra_stop; with ra_wake, the workers' sleep; with
 	 * ra_done, readers waiting for a window queued or being read.  A
-	 * leaf.  ra_running: the worker runs (set by ra_start and ra_stop).
+	 * leaf.  ra_running: the workers run (set by ra_start and ra_stop).
 	 */
 	uint64_t ra_max; /* cache-readahead: the largest window; 0 off */
 	pthread_mutex_t ra_lock;
@@ -205,10 +208,11 @@ struct cache {
 	struct rstream rstreams[STREAMS];
 	uint64_t ra_clock;
 	struct ra_req ra_q[RA_QUEUE];
-	unsigned ra_head, ra_n;
+	uint64_t ra_seq;
 	bool ra_stop;
 	atomic_bool ra_running;
-	pthread_t ra_thread;
+	pthread_t ra_threads[RA_THREADS];
+	unsigned nr_ra_threads;
 
 	struct {
 		atomic_uint_fast64_t read_hits, read_misses, writes_cached,
