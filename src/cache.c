@@ -825,8 +825,9 @@ int
 cache_pread(struct cache *c, void *buf, uint64_t count, uint64_t off)
 {
 	uint64_t end = off + count, b0 = off / c->block;
-	uint64_t nb = DIV_ROUND_UP(end, c->block) - b0, lo, hi, ra_lo, ra_hi;
+	uint64_t nb = DIV_ROUND_UP(end, c->block) - b0, lo, hi;
 	uint64_t small[128], *got = small;
+	struct ra_req run;
 	bool missing, ra = false;
 	int r = 0;
 
@@ -842,7 +843,7 @@ cache_pread(struct cache *c, void *buf, uint64_t count, uint64_t off)
 	} else {
 		memset(small, 0, DIV_ROUND_UP(nb, 64) * sizeof(*got));
 	}
-	ra_note(c, off, count, &ra_lo, &ra_hi);
+	ra_note(c, off, count, &run);
 	missing = read_cached(c, buf, off, end, got, &ra, &lo, &hi);
 	if (missing && ra_wait(c, lo, hi)) {
 		missing = read_cached(c, buf, off, end, got, &ra, &lo, &hi);
@@ -860,8 +861,8 @@ cache_pread(struct cache *c, void *buf, uint64_t count, uint64_t off)
 	if (got != small) {
 		free(got);
 	}
-	if (ra_hi > ra_lo) {
-		ra_run(c, ra_lo, ra_hi); /* no worker: after the data */
+	if (run.hi > run.lo) {
+		ra_run(c, &run); /* no workers: after the data */
 	}
 	return r;
 }

@@ -41,6 +41,14 @@
 #define RA_TRIGGER	 3	       /* reads in a row that make a stream */
 #define RA_INIT_MIN	 (1ull << 20)  /* the first window, at least */
 #define RA_MAX_UNITS	 64	       /* units pinned by one read-ahead */
+/*
+ * A window read on the CPU this much of its time (members as fast as
+ * memory: tmpfs, a warm page cache) had no wait to hide: its stream reads
+ * ahead no more but one window per RA_PROBE largest windows, to look
+ * again.
+ */
+#define RA_FAST_PCT 50
+#define RA_PROBE    16
 
 /* ---- structures -------------------------------------------------------- */
 
@@ -98,18 +106,23 @@ struct stream {
 
 /* A sequential reader (cache_readahead.c). */
 struct rstream {
-	uint64_t end;	 /* where its furthest read ended */
-	uint64_t reads;	 /* reads that moved end forward, in a row */
-	uint64_t ra_end; /* read-ahead asked for up to here */
-	uint64_t win;	 /* its window now */
-	uint64_t used;	 /* LRU stamp */
+	uint64_t end;	   /* where its furthest read ended */
+	uint64_t reads;	   /* reads that moved end forward, in a row */
+	uint64_t ra_end;   /* read-ahead asked for up to here */
+	uint64_t win;	   /* its window now */
+	uint64_t used;	   /* LRU stamp */
+	uint64_t gen;	   /* this stream in this slot (a new one: new gen) */
+	bool fast;	   /* its last window was read on the CPU: no more */
+	uint64_t probe_at; /* fast: the next window once end is past this */
 };
 
 /* A read-ahead window: queued, being read, or a free slot. */
 struct ra_req {
 	uint64_t lo, hi;
-	uint64_t seq; /* queued in this order; 0: a free slot */
-	bool busy;    /* a worker reads it */
+	uint64_t seq;	   /* queued in this order; 0: a free slot */
+	bool busy;	   /* a worker reads it */
+	struct rstream *s; /* its stream, told how the read went ... */
+	uint64_t gen;	   /* ... if it is still that stream */
 };
 
 struct dop_req;
@@ -337,13 +350,12 @@ int ra_start(struct cache *c);
 void ra_stop(struct cache *c);
 /*
  * A read of [off, off+len) arrives: follow its stream and queue the next
- * window when it is sequential.  Without the worker, the window to read
- * ahead now (after the reply's data) in *lo, *hi (lo == hi: none).
+ * window when it is sequential.  Without the workers, the window to read
+ * ahead now (after the reply's data) in *run (lo == hi: none).
  */
-void ra_note(struct cache *c, uint64_t off, uint64_t len, uint64_t *lo,
-	     uint64_t *hi);
-/* Read the window now (no worker). */
-void ra_run(struct cache *c, uint64_t lo, uint64_t hi);
+void ra_note(struct cache *c, uint64_t off, uint64_t len, struct ra_req *run);
+/* Read the window now (no workers). */
+void ra_run(struct cache *c, const struct ra_req *run);
 /* Wait until no window queued or being read touches [lo, hi); true if
  * it waited (the caller looks in the cache again). */
 bool ra_wait(struct cache *c, uint64_t lo, uint64_t hi);

@@ -80,7 +80,9 @@ struct gdev {
 	unsigned held; /* writes (trims, zeros) waiting at a gate now */
 	bool rgate;    /* reads from rgate_from on wait, once copied */
 	uint64_t rgate_from;
-	unsigned rheld; /* reads waiting at rgate now */
+	unsigned rheld;	  /* reads waiting at rgate now */
+	unsigned read_us; /* every read sleeps this long: a device the
+			     reader waits for, as read-ahead wants */
 	unsigned writes, reads, flushes, zeros, trims;
 };
 
@@ -106,6 +108,9 @@ g_read(void *ctx, void *buf, uint64_t count, uint64_t off)
 
 	memcpy(buf, d->data + off, count);
 	__atomic_fetch_add(&d->reads, 1, __ATOMIC_RELAXED);
+	if (d->read_us) {
+		usleep(d->read_us);
+	}
 	pthread_mutex_lock(&d->mu);
 	if (d->rgate && off >= d->rgate_from) {
 		d->rheld++;
@@ -1250,12 +1255,13 @@ gstat(struct cache *c)
 }
 
 /*
- * A sequential reader: from its third request on the next window is read
- * ahead (here by the reader, after its data: no worker), so every later
- * request is served from memory, the device read once per window; the
- * range read again is all hits, byte-exact.  Then with the worker
- * (cache_start): the same, the reader waiting for windows in flight
- * rather than reading their blocks itself.
+ * A sequential reader on a device it waits for (1 ms a read): from its
+ * third request on the next window is read ahead (here by the reader,
+ * after its data: no workers), so every later request is served from
+ * memory, the device read once per window; the range read again is all
+ * hits, byte-exact.  Then with the workers (cache_start): the same, the
+ * reader waiting for windows in flight rather than reading their blocks
+ * itself.
  */
 static void
 test_cache_readahead_sequential_hits(void **state)
@@ -1268,6 +1274,7 @@ test_cache_readahead_sequential_hits(void **state)
 
 	(void)state;
 	gdev_init(&d, 1024 * BLK);
+	d.read_us = 1000;
 	t_fill_random(d.data, d.size);
 	c = gcache_ra(&d, RA_UNIT, RA_SIZE, false, RA_MAX);
 	seq_read_check(c, d.data, 0, 1 << 20);
@@ -1558,6 +1565,7 @@ test_cache_readahead_never_hides_newer_data(void **state)
 
 	(void)state;
 	gdev_init(&d, 2048 * BLK); /* 8M: a region of 1M per case */
+	d.read_us = 1000;
 	t_fill_random(d.data, d.size);
 	t_fill_random(data, RA_BIG + 2 * BLK);
 	model = malloc(d.size);
