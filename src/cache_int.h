@@ -44,11 +44,11 @@
 /*
  * A window read on the CPU this much of its time (members as fast as
  * memory: tmpfs, a warm page cache) had no wait to hide: its stream reads
- * ahead no more but one window per RA_PROBE largest windows, to look
- * again.
+ * ahead no more but one small window (a probe) per RA_PROBE largest
+ * windows it reads, to time the members again.
  */
 #define RA_FAST_PCT 50
-#define RA_PROBE    16
+#define RA_PROBE    32
 
 /* ---- structures -------------------------------------------------------- */
 
@@ -220,6 +220,7 @@ struct cache {
 	pthread_cond_t ra_wake, ra_done;
 	struct rstream rstreams[STREAMS];
 	uint64_t ra_clock;
+	bool ra_fast; /* the last window judged was fast: new streams too */
 	struct ra_req ra_q[RA_QUEUE];
 	uint64_t ra_seq;
 	bool ra_stop;
@@ -332,15 +333,20 @@ int cache_write_cached(struct cache *c, const uint8_t *buf, uint64_t count,
 bool cache_bypass_range(struct cache *c, uint64_t off, uint64_t count,
 			uint64_t *lo, uint64_t *hi);
 
+/* What a read-ahead did: bytes inserted, its device reads' times. */
+struct ra_done {
+	uint64_t bytes;
+	uint64_t cpu_ns, wall_ns; /* this thread's CPU time; the clock */
+};
+
 /*
  * Read-ahead: [lo, hi) read from the device into the blocks still not
  * cached there, clean, under pins (cache.c has why that is coherent);
  * gives up (0) where units are busy, a direct operation is in flight or
  * there is no room without evicting dirty data.  buf: hi - lo bytes.
- * *bytes: the bytes inserted.
  */
 int cache_ra_fill(struct cache *c, uint64_t lo, uint64_t hi, uint8_t *buf,
-		  uint64_t *bytes);
+		  struct ra_done *done);
 
 /* ---- cache_readahead.c ---- */
 

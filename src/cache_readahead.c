@@ -34,13 +34,14 @@
  * only adds copies (0.43x at 1M QD1 on tmpfs).  So each window's read is
  * timed, on the clock and in CPU time: one that ran on the CPU for
  * RA_FAST_PCT of its time or more stops its stream's read-ahead, but for
- * one window per RA_PROBE largest windows read, to look again.
+ * a small window (a probe) per RA_PROBE largest windows read, to time the
+ * members again; while the last window timed was fast, a new stream
+ * starts with a probe too.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cache.h"
 #include "cache_int.h"
@@ -94,33 +95,45 @@ rstream_of(struct cache *c, uint64_t off, uint64_t len)
 			old = t;
 		}
 	}
-	*old = (struct rstream){ .end = off, .gen = ++c->ra_clock };
+	*old = (struct rstream){ .end = off,
+				 .gen = ++c->ra_clock,
+				 .fast = c->ra_fast }; /* a probe first */
 	return old;
 }
 
-/* The stream's next window into [*lo, *hi), if it is due. */
+/*
+ * The stream's next window into [*lo, *hi), if it is due.  A fast
+ * stream's (its members read as fast as memory) is a probe: the smallest
+ * window, to time the members again.
+ */
 static bool
 next_window(struct cache *c, struct rstream *s, uint64_t len, uint64_t *lo,
 	    uint64_t *hi)
 {
-	uint64_t from, to;
+	uint64_t from, size, to;
 
-	if (s->fast && s->end < s->probe_at) {
-		return false;
-	}
-	if (s->ra_end <= s->end) { /* nothing ahead: start, or start again */
+	if (s->fast) {
+		if (s->end < s->probe_at) {
+			return false;
+		}
+		from = MAX(s->end, s->ra_end);
+		size = MIN(c->ra_max, RA_INIT_MIN);
+		s->probe_at = UINT64_MAX; /* one window, until it is judged */
+	} else if (s->ra_end <= s->end) { /* nothing ahead: start (again) */
 		s->win = s->win ? s->win
 				: MIN(c->ra_max, MAX(RA_INIT_MIN, 4 * len));
 		from = s->end;
+		size = s->win;
 	} else if (s->ra_end - s->end < s->win) {
 		s->win = MIN(c->ra_max, 2 * s->win);
 		from = s->ra_end;
+		size = s->win;
 	} else {
 		return false;
 	}
-	to = ROUND_DOWN_ANY(from + s->win, c->unit);
+	to = ROUND_DOWN_ANY(from + size, c->unit);
 	if (to <= from) {
-		to = ROUND_UP(from + s->win, c->block);
+		to = ROUND_UP(from + size, c->block);
 	}
 	to = MIN(to, c->size);
 	if (to <= from) {
@@ -128,9 +141,6 @@ next_window(struct cache *c, struct rstream *s, uint64_t len, uint64_t *lo,
 	}
 	*lo = from;
 	*hi = to;
-	if (s->fast) {
-		s->probe_at = UINT64_MAX; /* one window, until it is judged */
-	}
 	return true;
 }
 
@@ -199,27 +209,21 @@ ra_note(struct cache *c, uint64_t off, uint64_t len, struct ra_req *run)
 	pthread_mutex_unlock(&c->ra_lock);
 }
 
-static uint64_t
-clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 /*
- * Tell the window's stream how its read went: read on the CPU most of
+ * Tell the window's stream how its device read went: on the CPU most of
  * its time (RA_FAST_PCT), the members are as fast as memory, and reading
- * ahead only adds copies: the stream stops, but for a window now and
- * then to look again.
+ * ahead only adds copies: the stream stops, but for a probe now and then.
+ * (Only the read is timed: copying into pages the cache touches for the
+ * first time costs page faults, CPU time that says nothing of the
+ * members.)
  */
 static void
-ra_judge(struct cache *c, const struct ra_req *q, uint64_t cpu, uint64_t wall)
+ra_judge(struct cache *c, const struct ra_req *q, const struct ra_done *d)
 {
-	bool fast = cpu * 100 >= wall * RA_FAST_PCT;
+	bool fast = d->cpu_ns * 100 >= d->wall_ns * RA_FAST_PCT;
 
 	pthread_mutex_lock(&c->ra_lock);
+	c->ra_fast = fast;
 	if (q->s && q->s->gen == q->gen) {
 		q->s->fast = fast;
 		q->s->probe_at = q->s->end + RA_PROBE * c->ra_max;
@@ -231,15 +235,14 @@ ra_judge(struct cache *c, const struct ra_req *q, uint64_t cpu, uint64_t wall)
 static void
 ra_read(struct cache *c, const struct ra_req *q, uint8_t *buf)
 {
-	uint64_t bytes = 0, wall = clock_ns(CLOCK_MONOTONIC);
-	uint64_t cpu = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-	int r = cache_ra_fill(c, q->lo, q->hi, buf, &bytes);
+	struct ra_done d;
+	int r = cache_ra_fill(c, q->lo, q->hi, buf, &d);
 
-	if (bytes) {
-		ra_judge(c, q, clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu,
-			 clock_ns(CLOCK_MONOTONIC) - wall);
+	if (d.bytes) {
+		ra_judge(c, q, &d);
 	}
-	atomic_fetch_add_explicit(&c->st.ra_bytes, bytes, memory_order_relaxed);
+	atomic_fetch_add_explicit(&c->st.ra_bytes, d.bytes,
+				  memory_order_relaxed);
 	if (r < 0) {
 		raid_debug("cache: read-ahead of %llu+%llu failed (%s)",
 			   (unsigned long long)q->lo,
@@ -247,8 +250,11 @@ ra_read(struct cache *c, const struct ra_req *q, uint8_t *buf)
 	}
 }
 
-/* A window's buffer: a window is at most ra_max, and its first block
- * starts up to a block before it. */
+/*
+ * A window's buffer: a window is at most ra_max, and its first block
+ * starts up to a block before it.  Touched once here, so that its page
+ * faults are not taken for the members' CPU time (ra_judge).
+ */
 static uint8_t *
 ra_buf(struct cache *c)
 {
@@ -257,6 +263,7 @@ ra_buf(struct cache *c)
 	if (posix_memalign(&b, IO_BUF_ALIGN, c->ra_max + 2 * c->block)) {
 		return NULL;
 	}
+	memset(b, 0, c->ra_max + 2 * c->block);
 	return b;
 }
 
