@@ -318,7 +318,7 @@ array_cache_open(struct raid_array *a, const struct raid_config *cfg)
 			 human(st.log_total_bytes, cut, sizeof(cut)));
 	}
 	snprintf(ra, sizeof(ra), "up to %s",
-		 human(MIN(cfg->cache_readahead, st.size_bytes / 8), rasz,
+		 human(MIN(cfg->cache_readahead, st.size_bytes / 16), rasz,
 		       sizeof(rasz)));
 	raid_error(
 		"cache: %s in RAM%s, %s, in units of %s (%s); sequential runs past %s go to the members; read-ahead %s",

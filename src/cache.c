@@ -1209,8 +1209,9 @@ cache_direct(struct cache *c, enum dop op, const void *buf, uint64_t count,
  *
  * Room: pages free, or freed by evicting clean blocks; never while
  * writers wait for room or the cache is PRESSURE_PCT dirty (then it gives
- * up): a window is at most an eighth of the cache (ra_init), so a writer
- * always finds room in the rest that is not dirty.
+ * up).  A window is at most a sixteenth of the cache (ra_init): the
+ * RA_THREADS windows reserved at once leave a writer room (free or clean)
+ * in the quarter that is not dirty.
  */
 
 /*

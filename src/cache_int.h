@@ -36,11 +36,14 @@
 #define STREAMS		 16	       /* sequential streams remembered */
 #define STREAM_WINDOW	 16	       /* requests of reordering tolerated */
 #define BYPASS_FRACTION	 4	       /* bigger than size/this: bypass */
-#define RA_QUEUE	 8	       /* read-ahead windows queued, at most */
-#define RA_THREADS	 2	       /* read-ahead workers */
-#define RA_TRIGGER	 3	       /* reads in a row that make a stream */
-#define RA_INIT_MIN	 (1ull << 20)  /* the first window, at least */
-#define RA_MAX_UNITS	 64	       /* units pinned by one read-ahead */
+
+/* Read-ahead (cache_readahead.c). */
+#define RA_QUEUE     8		  /* windows queued, at most */
+#define RA_THREADS   2		  /* workers */
+#define RA_FRACTION  16		  /* a window: at most the cache / this */
+#define RA_TRIGGER   3		  /* reads in a row that make a stream */
+#define RA_INIT_MIN  (1ull << 20) /* the first window, at least */
+#define RA_MAX_UNITS 64		  /* units pinned by one read-ahead */
 /*
  * A window read on the CPU this much of its time (members as fast as
  * memory: tmpfs, a warm page cache) had no wait to hide: its stream reads

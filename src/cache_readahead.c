@@ -22,7 +22,7 @@
  * (cache_ra_fill), so the reader that asked is answered without waiting
  * for them; two, so that the members get a stream's next window while
  * the last is copied in (one worker: 1.9x on emulated disks at QD1 with
- * 1M reads, two: 2.7x; docs/cache.md).  A reader missing blocks that a
+ * 1M reads, two: 2.5x; docs/cache.md).  A reader missing blocks that a
  * window queued or being read covers waits for it and takes them from
  * the cache, rather than reading them a second time.  A full queue drops
  * the window (the stream asks again on its next read).  Without the
@@ -50,14 +50,14 @@
 #include "util.h"
 
 /*
- * The largest window: cache-readahead in whole blocks, at most an eighth
- * of the cache (so that what read-ahead holds never leaves a writer
- * without room: cache_ra_fill).
+ * The largest window: cache-readahead in whole blocks, at most a
+ * sixteenth of the cache (so that what the workers hold never leaves a
+ * writer without room: cache_ra_fill).
  */
 void
 ra_init(struct cache *c, uint64_t max)
 {
-	uint64_t cap = c->pool.cap * c->block / 8;
+	uint64_t cap = c->pool.cap * c->block / RA_FRACTION;
 
 	pthread_mutex_init(&c->ra_lock, NULL);
 	pthread_cond_init(&c->ra_wake, NULL);
@@ -65,7 +65,7 @@ ra_init(struct cache *c, uint64_t max)
 	c->ra_max = ROUND_DOWN(MIN(max, cap), c->block);
 	if (max && c->ra_max < max) {
 		raid_debug("cache: read-ahead windows of %llu bytes at most "
-			   "(an eighth of the cache)",
+			   "(a sixteenth of the cache)",
 			   (unsigned long long)c->ra_max);
 	}
 }

@@ -1227,10 +1227,10 @@ test_cache_stress_against_model(void **state)
 
 /* ---- read-ahead ---------------------------------------------------------- */
 
-#define RA_UNIT (16 * BLK)  /* 64K units */
-#define RA_STEP (4 * BLK)   /* the readers' requests */
-#define RA_MAX	(64 * BLK)  /* windows of 256K at most */
-#define RA_SIZE (512 * BLK) /* a 2M cache (windows of an eighth) */
+#define RA_UNIT (16 * BLK)   /* 64K units */
+#define RA_STEP (4 * BLK)    /* the readers' requests */
+#define RA_MAX	(64 * BLK)   /* windows of 256K at most */
+#define RA_SIZE (1024 * BLK) /* a 4M cache (windows of a sixteenth) */
 
 /* Read [off, off+len) in RA_STEP requests, each against the model. */
 static void
