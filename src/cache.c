@@ -1945,8 +1945,8 @@ io_run(struct cache *c)
 	return r;
 }
 
-/* Start the stripe writers (parity levels; after fork).  Without them a
- * batch is written from its own thread, one stripe after another. */
+/* Start the stripe writers (after fork).  Without them a batch is
+ * written from its own thread, one write per run of its blocks. */
 static void
 io_start(struct cache *c)
 {
@@ -1954,7 +1954,7 @@ io_start(struct cache *c)
 	 * blocks where the gaps were not filled. */
 	unsigned cap = batch_units(c) * (c->unit_blocks / 2 + 1);
 
-	if (!c->hold_partial || c->nr_io_threads) {
+	if (c->nr_io_threads) {
 		return;
 	}
 	if (!c->io_piece) {
@@ -1988,9 +1988,10 @@ io_stop_all(struct cache *c)
 
 /*
  * Write the batch's claimed blocks, each run of them (across its units)
- * in one device write, then complete every unit.  *bytes written.  On
- * parity levels the runs go to the stripe writers, cut at units, so that
- * WB_DEPTH stripes are in flight (the array writes a stripe at a time).
+ * in one device write, then complete every unit.  *bytes written.  With
+ * the stripe writers the runs go to them, cut at units, so that WB_DEPTH
+ * units are in flight (RAID 5 writes a stripe at a time; on the other
+ * levels the next units are queued while the last are written).
  */
 static int
 batch_write(struct cache *c, struct wb_batch *b, uint64_t *bytes)

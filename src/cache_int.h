@@ -24,11 +24,12 @@
  */
 #define WB_THREADS 1
 /*
- * Stripe writes of one batch in flight at once, where the array writes a
- * stripe at a time (parity levels: each stripe under its lock, its member
- * writes run before the next stripe's): the batch's thread and
- * WB_DEPTH - 1 helpers each take the next stripe, so every member has the
- * next few of its chunks queued, in order: one stream per member.
+ * Units (stripes) of one batch in flight at once: RAID 5 writes a stripe
+ * at a time (each under its lock, its member writes run before the next
+ * stripe's), and on every level the members should have the next writes
+ * queued while the last complete: the batch's thread and WB_DEPTH - 1
+ * helpers each take the next unit, so every member has the next few of
+ * its chunks queued, in order: one stream per member.
  */
 #define WB_DEPTH	 4
 #define WB_BUFS_KEPT	 4	       /* batch buffers kept for reuse */
@@ -215,7 +216,7 @@ struct cache {
 	atomic_uint_fast64_t cursor; /* the unit write-back looks at first */
 
 	/*
-	 * The stripe writers (WB_DEPTH; parity levels).  io_lock guards the
+	 * The stripe writers (WB_DEPTH).  io_lock guards the
 	 * pieces of the batch being written (io_piece[0..io_avail): those
 	 * the helpers may take, io_next the next to take, io_left those not
 	 * finished, io_err the first error), io_busy (a batch owns the
