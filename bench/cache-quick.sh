@@ -9,7 +9,8 @@
 # a cache defers to the flush counts).  Every repetition runs the three configurations
 # back to back (a fresh server each, killed after its run: the cache's
 # dirty data is not waited for), and the figures are same-run ratios to
-# cache=none, medians over the repetitions.  The full study comes later.
+# cache=none, medians over the repetitions.  The full study is bench/run's
+# study 8 (bench/run --studies cache).
 #
 # Usage: bench/cache-quick.sh [--reps N] [--runtime S] [--media "spindle tmpfs"]
 #                             [--out DIR]

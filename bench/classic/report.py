@@ -761,7 +761,8 @@ def main():
         closing=closing if notes is None else notes.strip(),
         machine="".join("- %s: %s\n" % (k, FACTS[f]) for k, f in machine if f in FACTS),
         goals=paragraphs(goals + SUMMARY), body=paragraphs(body), timing=paragraphs(timing),
-        study_csvs=", ".join("`%s.csv`" % s["name"] for s in D["STUDIES"])), FACTS))
+        study_csvs=", ".join("`%s.csv`" % s["name"] for s in D["STUDIES"]
+                             if os.path.exists(os.path.join(OUT, s["name"] + ".csv")))), FACTS))
     with open(os.path.join(OUT, "report.md"), "w", encoding="utf-8") as f:
         f.write(text)
     print("report.py: wrote %s" % os.path.join(OUT, "report.md"))
