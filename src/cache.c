@@ -558,7 +558,13 @@ page_drop(struct cache *c, struct centry *e, uint32_t i, struct page_list *l)
 	}
 }
 
-/* Block i (valid) now holds data the device does not. */
+/*
+ * Block i (valid) now holds data the device does not, written by seq.
+ * The entry keeps the oldest seq among its dirty blocks, not the first to
+ * arrive: writes to other blocks of the unit reach it out of their order
+ * (cache=log: a record appended first may be cached after a newer one),
+ * and retire may pass only records older than every dirty block's.
+ */
 static void
 mark_dirty(struct cache *c, struct centry *e, uint32_t i, uint64_t seq)
 {
@@ -569,6 +575,8 @@ mark_dirty(struct cache *c, struct centry *e, uint32_t i, uint64_t seq)
 	if (!e->nr_dirty++) {
 		e->dirty_seq = seq;
 		e->dirty_ns = now_ns();
+	} else {
+		e->dirty_seq = MIN(e->dirty_seq, seq);
 	}
 	if (!bit_test(infl_bits(c, e), i)) {
 		e->nr_unclean++;

@@ -30,6 +30,7 @@
 
 #include "array.h"
 #include "cache.h"
+#include "cache_int.h" /* lm_retire_all: a retire as the thread does it */
 #include "cache_log.h"
 #include "fixture.h"
 #include "helpers.h"
@@ -717,6 +718,87 @@ test_logmode_retire_only_after_device_flush(void **state)
 	}
 }
 
+/* The first record write waits in it until released (then it is off). */
+enum { HOLD_OFF, HOLD_ARMED, HOLD_WAITING, HOLD_RELEASED };
+static atomic_int hold_state;
+
+static int
+hold_first_record(struct clog *l, bool sync)
+{
+	int armed = HOLD_ARMED;
+
+	(void)l;
+	if (sync || !atomic_compare_exchange_strong(&hold_state, &armed,
+						    HOLD_WAITING)) {
+		return 0;
+	}
+	while (atomic_load(&hold_state) == HOLD_WAITING) {
+		usleep(1000);
+	}
+	return 0;
+}
+
+struct late_write {
+	struct cache *c;
+	const uint8_t *buf;
+	int r;
+};
+
+static void *
+late_write_run(void *arg)
+{
+	struct late_write *w = arg;
+
+	w->r = cache_pwrite(w->c, w->buf, BLK, 0, 0);
+	return NULL;
+}
+
+/*
+ * Records reach the cache out of their order: A takes its place in the
+ * log (the lower lsn), B (another block of the same unit) takes the next,
+ * and B's data is in the cache before A's.  Both flushed.  A retire now
+ * may not pass A's record: its data is in the cache only.  After a crash
+ * both blocks read back (A's lost, had the unit kept B's number as its
+ * oldest).
+ */
+static void
+test_logmode_retire_keeps_record_cached_late(void **state)
+{
+	struct lfx *f = *state;
+	uint8_t a[BLK], b[BLK], got[2 * BLK];
+	struct late_write w;
+	struct cache *c;
+	pthread_t t;
+
+	t_mk_file(f->path, 4 * MiB);
+	c = lopen(f);
+	t_fill_random(a, sizeof(a));
+	t_fill_random(b, sizeof(b));
+	w = (struct late_write){ .c = c, .buf = a };
+	atomic_store(&hold_state, HOLD_ARMED);
+	clog_fault_hook = hold_first_record;
+	pthread_create(&t, NULL, late_write_run, &w);
+	while (atomic_load(&hold_state) != HOLD_WAITING) {
+		usleep(1000);
+	}
+	assert_int_equal(cache_pwrite(c, b, BLK, BLK, 0), 0);
+	atomic_store(&hold_state, HOLD_RELEASED);
+	pthread_join(t, NULL);
+	clog_fault_hook = NULL;
+	assert_int_equal(w.r, 0);
+	assert_int_equal(cache_flush(c), 0);
+	assert_int_equal(lm_retire_all(c), 0);
+	assert_int_equal(log_records(f), 2); /* both only in the cache */
+	cache_abandon(c);
+	vdev_crash(&f->d);
+	c = lopen(f);
+	assert_int_equal(cst(c).log_replayed, 2);
+	assert_int_equal(cache_pread(c, got, sizeof(got), 0), 0);
+	assert_memory_equal(got, a, BLK);
+	assert_memory_equal(got + BLK, b, BLK);
+	assert_int_equal(cache_close(c), 0);
+}
+
 /* Position of the record with the highest seq in the log file. */
 static uint64_t
 last_record(const char *path, uint64_t *len)
@@ -942,6 +1024,9 @@ main(void)
 			test_logmode_log_full_writers_wait, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_logmode_retire_only_after_device_flush, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_logmode_retire_keeps_record_cached_late, setup,
 			teardown),
 		cmocka_unit_test_setup_teardown(
 			test_logmode_torn_last_record_ignored, setup, teardown),
