@@ -322,6 +322,8 @@ struct raid_cache_status {
 	uint64_t writeback_bytes_per_s; /* over the last seconds */
 	uint64_t writeback_errors;	/* write-backs the members refused */
 	uint64_t waits;			/* writes that waited for room */
+	uint64_t readahead_bytes;	/* read ahead into the cache (clean) */
+	uint64_t readahead_hits;	/* reads that found blocks read ahead */
 	/* cache=log: the log (docs/cache.md, "cache=log"). */
 	const char *log_path;	  /* valid while the array is open */
 	bool log_failed;	  /* it failed: write-through since */

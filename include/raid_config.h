@@ -57,10 +57,11 @@ enum raid_cache_mode {
 	RAID_CACHE_WRITEBACK = 0, /* acknowledged once cached */
 	RAID_CACHE_WRITETHROUGH,  /* acknowledged once on the members */
 };
-#define RAID_CACHE_DEFAULT_SIZE	   (256ull << 20)
-#define RAID_CACHE_DEFAULT_CUTOFF  (4ull << 20)
-#define RAID_CACHE_DEFAULT_HOLD_MS 2000u
-#define RAID_CACHE_MAX_HOLD_MS	   60000u
+#define RAID_CACHE_DEFAULT_SIZE	     (256ull << 20)
+#define RAID_CACHE_DEFAULT_CUTOFF    (4ull << 20)
+#define RAID_CACHE_DEFAULT_HOLD_MS   2000u
+#define RAID_CACHE_DEFAULT_READAHEAD (8ull << 20)
+#define RAID_CACHE_MAX_HOLD_MS	     60000u
 
 /* The parser's own bookkeeping: where each key came from (config.c). */
 struct raid_config_sources;
@@ -98,6 +99,8 @@ struct raid_config {
 				      cache; 0: never */
 	unsigned cache_hold_ms;	   /* a partial stripe waits this long for
 				      the rest before it is written back */
+	uint64_t cache_readahead;  /* a sequential reader's read-ahead
+				      window, at most; 0: none */
 	char *cache_log;	   /* cache-log=PATH (cache=log) */
 	/* Stripe gathering (parity levels): a parked stripe's deadline (0:
 	 * no gathering) and the grace for the client's next request, µs. */

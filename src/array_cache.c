@@ -260,12 +260,14 @@ array_cache_open(struct raid_array *a, const struct raid_config *cfg)
 		.size_bytes = cfg->cache_size,
 		.seq_cutoff = cfg->cache_seq_cutoff,
 		.hold_ms = cfg->cache_hold_ms,
+		.readahead = cfg->cache_readahead,
 		.log_path = cfg->cache_log,
 		.log_force = cfg->force,
 	};
 	struct cache_geometry g;
 	struct raid_cache_status st;
-	char size[32], unit[32], cut[32], hold[64], where[PATH_MAX + 32];
+	char size[32], unit[32], cut[32], rasz[32], ra[48], hold[64];
+	char where[PATH_MAX + 32];
 	int r;
 
 	if (cfg->cache != RAID_CACHE_LOG && cfg->cache_log &&
@@ -315,14 +317,18 @@ array_cache_open(struct raid_array *a, const struct raid_config *cfg)
 			 cfg->cache_log,
 			 human(st.log_total_bytes, cut, sizeof(cut)));
 	}
+	snprintf(ra, sizeof(ra), "up to %s",
+		 human(MIN(cfg->cache_readahead, st.size_bytes / 16), rasz,
+		       sizeof(rasz)));
 	raid_error(
-		"cache: %s in RAM%s, %s, in units of %s (%s); sequential runs past %s go to the members",
+		"cache: %s in RAM%s, %s, in units of %s (%s); sequential runs past %s go to the members; read-ahead %s",
 		st.mode == RAID_CACHE_WRITEBACK ? "write-back"
 						: "write-through",
 		where, human(st.size_bytes, size, sizeof(size)),
 		human(g.unit_bytes, unit, sizeof(unit)), hold,
 		cfg->cache_seq_cutoff
 			? human(cfg->cache_seq_cutoff, cut, sizeof(cut))
-			: "(never)");
+			: "(never)",
+		cfg->cache_readahead ? ra : "off");
 	return 0;
 }

@@ -45,6 +45,12 @@
  * partial unit costs reads (parity), paced by a PI controller on the
  * dirty bytes, at full speed while clients are idle or the cache is
  * nearly full.
+ *
+ * Reads do not fill the cache, except read-ahead: a sequential reader
+ * (cache_readahead.c follows the streams and sizes the windows) gets the
+ * next window read from the device into the blocks still not cached,
+ * clean, by a worker, under pins as a direct operation holds its units
+ * (cache_ra_fill has why that never hides newer data).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -74,6 +80,16 @@ uint64_t
 cache_now_ns(void)
 {
 	return now_ns();
+}
+
+/* This thread's CPU time (read-ahead tells members as fast as memory). */
+static uint64_t
+thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
 static bool
@@ -155,6 +171,13 @@ static uint64_t *
 infl_bits(const struct cache *c, struct centry *e)
 {
 	return e->bits + 2 * c->words;
+}
+
+/* Blocks read ahead and not read since (counted as hits when read). */
+static uint64_t *
+ra_bits(const struct cache *c, struct centry *e)
+{
+	return e->bits + 3 * c->words;
 }
 
 /* Blocks of unit u (the last one may have fewer). */
@@ -391,7 +414,7 @@ static struct centry *
 entry_new(struct cache *c, uint64_t u)
 {
 	struct centry *e =
-		calloc(1, sizeof(*e) + 3 * c->words * sizeof(uint64_t));
+		calloc(1, sizeof(*e) + 4 * c->words * sizeof(uint64_t));
 	struct centry **b = bucket_of(c, u);
 
 	if (!e) {
@@ -548,6 +571,7 @@ page_drop(struct cache *c, struct centry *e, uint32_t i, struct page_list *l)
 	memmove(e->page + r, e->page + r + 1,
 		(e->nr_valid - r - 1) * sizeof(*e->page));
 	bit_clear(valid_bits(c, e), i);
+	bit_clear(ra_bits(c, e), i);
 	e->nr_valid--;
 	atomic_fetch_sub_explicit(&c->nr_valid, 1, memory_order_relaxed);
 	if (bit_test(dirty_bits(c, e), i)) {
@@ -568,6 +592,7 @@ page_drop(struct cache *c, struct centry *e, uint32_t i, struct page_list *l)
 static void
 mark_dirty(struct cache *c, struct centry *e, uint32_t i, uint64_t seq)
 {
+	bit_clear(ra_bits(c, e), i); /* a read now hits the write */
 	if (bit_test(dirty_bits(c, e), i)) {
 		return;
 	}
@@ -617,10 +642,27 @@ evict_entry(struct cache *c, struct shard *s, struct centry *e,
 	entry_settle(c, s, e, false);
 }
 
-/* Evict clean blocks, least recently used entries of each shard first,
- * until `want` pages are free (or nothing clean is left). */
+/* Does e hold blocks read ahead and not read yet? */
+static bool
+has_unread_ra(const struct cache *c, struct centry *e)
+{
+	for (uint32_t w = 0; w < c->words; w++) {
+		if (ra_bits(c, e)[w]) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * Evict clean blocks, least recently used entries of each shard first,
+ * until `want` pages are free (or nothing clean is left); with keep_ra
+ * (read-ahead making room), not from entries holding read-ahead nobody
+ * has read yet: the LRU is per shard, and a window just read ahead may
+ * be the oldest entry of its shard.
+ */
 static void
-evict(struct cache *c, uint64_t want)
+evict_some(struct cache *c, uint64_t want, bool keep_ra)
 {
 	static atomic_uint start;
 	unsigned first = atomic_fetch_add(&start, 1);
@@ -634,13 +676,20 @@ evict(struct cache *c, uint64_t want)
 		pthread_mutex_lock(&s->lock);
 		for (e = s->lru_head; e && freed < want; e = next) {
 			next = e->lnext;
-			if (!e->wb && !e->pin_id) {
+			if (!e->wb && !e->pin_id &&
+			    !(keep_ra && has_unread_ra(c, e))) {
 				evict_entry(c, s, e, &l, &freed);
 			}
 		}
 		pthread_mutex_unlock(&s->lock);
 		page_list_flush(c, &l);
 	}
+}
+
+static void
+evict(struct cache *c, uint64_t want)
+{
+	evict_some(c, want, false);
 }
 
 static bool thread_running(struct cache *c);
@@ -703,10 +752,13 @@ make_room(struct cache *c, uint64_t n, bool *waited)
 
 /* ---- reads ------------------------------------------------------------- */
 
-/* Copy the cached blocks of unit u within [off, end); mark them got. */
+/*
+ * Copy the cached blocks of unit u within [off, end); mark them got.
+ * *ra: one of them was read ahead (and is read now, for the first time).
+ */
 static void
 read_unit(struct cache *c, uint64_t u, uint8_t *buf, uint64_t off, uint64_t end,
-	  uint64_t *got, uint64_t b0)
+	  uint64_t *got, uint64_t b0, bool *ra)
 {
 	struct shard *s = shard_of(c, u);
 	uint64_t base = u * c->unit;
@@ -731,38 +783,48 @@ read_unit(struct cache *c, uint64_t u, uint8_t *buf, uint64_t off, uint64_t end,
 			memcpy(buf + (lo - off), e->page[r++] + (lo - at),
 			       hi - lo);
 			bit_set(got, at / c->block - b0);
+			if (bit_test(ra_bits(c, e), i)) {
+				bit_clear(ra_bits(c, e), i);
+				*ra = true;
+			}
 		}
 		entry_settle(c, s, e, true);
 	}
 	pthread_mutex_unlock(&s->lock);
 }
 
-int
-cache_pread(struct cache *c, void *buf, uint64_t count, uint64_t off)
+/* Copy what the cache holds of [off, end); false when nothing is missing. */
+static bool
+read_cached(struct cache *c, uint8_t *buf, uint64_t off, uint64_t end,
+	    uint64_t *got, bool *ra, uint64_t *lo, uint64_t *hi)
 {
-	uint64_t end = off + count, b0 = off / c->block;
-	uint64_t nb = DIV_ROUND_UP(end, c->block) - b0, missing = 0;
-	uint64_t small[128], *got = small;
-	int r = 0;
+	uint64_t b0 = off / c->block, nb = DIV_ROUND_UP(end, c->block) - b0;
+	uint64_t i = 0, j = nb;
 
-	if (!count) {
-		return 0;
-	}
-	note_client(c);
-	if (nb > 64 * ARRAY_SIZE(small)) {
-		got = calloc(DIV_ROUND_UP(nb, 64), sizeof(*got));
-		if (!got) {
-			return -ENOMEM;
-		}
-	} else {
-		memset(small, 0, DIV_ROUND_UP(nb, 64) * sizeof(*got));
-	}
 	for (uint64_t u = off / c->unit; u <= (end - 1) / c->unit; u++) {
 		if (abit_test(c->present, u)) {
-			read_unit(c, u, buf, off, end, got, b0);
+			read_unit(c, u, buf, off, end, got, b0, ra);
 		}
 	}
-	/* What was not cached is on the device: read it, run by run. */
+	while (i < nb && bit_test(got, i)) {
+		i++;
+	}
+	while (j > i && bit_test(got, j - 1)) {
+		j--;
+	}
+	*lo = MAX(off, (b0 + i) * c->block);
+	*hi = MIN(end, (b0 + j) * c->block);
+	return i < j;
+}
+
+/* Read the blocks not got from the device, run by run. */
+static int
+read_missing(struct cache *c, uint8_t *buf, uint64_t off, uint64_t end,
+	     const uint64_t *got)
+{
+	uint64_t b0 = off / c->block, nb = DIV_ROUND_UP(end, c->block) - b0;
+	int r = 0;
+
 	for (uint64_t i = 0; i < nb && r == 0;) {
 		uint64_t j, lo, hi;
 
@@ -778,16 +840,60 @@ cache_pread(struct cache *c, void *buf, uint64_t count, uint64_t off)
 		}
 		lo = MAX(off, (b0 + i) * c->block);
 		hi = MIN(end, (b0 + j) * c->block);
-		r = c->be.read(c->be.ctx, (uint8_t *)buf + (lo - off), hi - lo,
-			       lo);
-		missing++;
+		r = c->be.read(c->be.ctx, buf + (lo - off), hi - lo, lo);
 		i = j;
+	}
+	return r;
+}
+
+/*
+ * The cached blocks from memory, the rest from the device.  A sequential
+ * reader's next window is asked for first (read by the worker while this
+ * one is answered); blocks missing here that a window queued or being
+ * read covers are waited for and taken from the cache.
+ */
+int
+cache_pread(struct cache *c, void *buf, uint64_t count, uint64_t off)
+{
+	uint64_t end = off + count, b0 = off / c->block;
+	uint64_t nb = DIV_ROUND_UP(end, c->block) - b0, lo, hi;
+	uint64_t small[128], *got = small;
+	struct ra_req run;
+	bool missing, ra = false;
+	int r = 0;
+
+	if (!count) {
+		return 0;
+	}
+	note_client(c);
+	if (nb > 64 * ARRAY_SIZE(small)) {
+		got = calloc(DIV_ROUND_UP(nb, 64), sizeof(*got));
+		if (!got) {
+			return -ENOMEM;
+		}
+	} else {
+		memset(small, 0, DIV_ROUND_UP(nb, 64) * sizeof(*got));
+	}
+	ra_note(c, off, count, &run);
+	missing = read_cached(c, buf, off, end, got, &ra, &lo, &hi);
+	if (missing && ra_wait(c, lo, hi)) {
+		missing = read_cached(c, buf, off, end, got, &ra, &lo, &hi);
+	}
+	if (missing) {
+		r = read_missing(c, buf, off, end, got);
 	}
 	atomic_fetch_add_explicit(missing ? &c->st.read_misses
 					  : &c->st.read_hits,
 				  1, memory_order_relaxed);
+	if (ra) {
+		atomic_fetch_add_explicit(&c->st.ra_hits, 1,
+					  memory_order_relaxed);
+	}
 	if (got != small) {
 		free(got);
+	}
+	if (run.hi > run.lo) {
+		ra_run(c, &run); /* no workers: after the data */
 	}
 	return r;
 }
@@ -1073,6 +1179,205 @@ cache_direct(struct cache *c, enum dop op, const void *buf, uint64_t count,
 	unpin_units(c, &d);
 	dop_leave(c, &d);
 	return r;
+}
+
+/* ---- read-ahead: blocks from the device, cached clean ------------------ */
+
+/*
+ * Read-ahead keeps the cache's invariant (a block not cached is on the
+ * device as the newest acknowledged write left it) by never letting the
+ * bytes it read land on a block that changed since.  It pins each unit
+ * of its window as a direct operation does (creating the entry, so that
+ * later direct operations find it and wait), reads the device, and
+ * copies the bytes, clean, only into blocks still not valid, under the
+ * shard lock, before it lets go.  Case by case, why that is safe:
+ *
+ *   cached write      makes its blocks valid (dirty) under the shard lock:
+ *                     before the copy they are skipped; after it, the
+ *                     write overwrites the clean page as any.
+ *   FUA, bypass,      one that holds a unit first: the unit is skipped.
+ *   unaligned edge,   One that comes after the pin waits for it, then
+ *   writethrough,     brings the clean blocks in line (patch_block).
+ *   trim, zero        One that found the unit without an entry did not
+ *                     pin it and may be writing the device under the
+ *                     read: it stays in c->dops until it has patched the
+ *                     cache, so a window such an operation overlaps,
+ *                     seen there after the pins, is given up.  One that
+ *                     lists itself after that check reads `present`
+ *                     after our entry set it (dop_lock orders the two),
+ *                     so it pins, and waits.
+ *   write-back        never starts on a pinned unit; a unit being written
+ *                     back is skipped (its blocks are cached anyway).
+ *   eviction          skips pinned entries, so no block valid at the pin
+ *                     turns invalid and then gets older bytes.
+ *   cache=log         reads as in RAM mode; its writes, zeros and trims
+ *                     reach the cache or the device by the paths above
+ *                     (the records add order and durability), a failed
+ *                     log drains by write-back, and replay is over
+ *                     before the cache serves.
+ *
+ * Room: pages free, or freed by evicting clean blocks; never while
+ * writers wait for room or the cache is PRESSURE_PCT dirty (then it gives
+ * up).  A window is at most a sixteenth of the cache (ra_init): the
+ * RA_THREADS windows reserved at once leave a writer room (free or clean)
+ * in the quarter that is not dirty.
+ */
+
+/*
+ * Pin unit u for read-ahead if nobody holds it and it lacks blocks in
+ * [lo, hi): the span of those blocks into [*first, *last), their count
+ * to *need.  false: leave the unit alone.
+ */
+static bool
+ra_pin_unit(struct cache *c, uint64_t id, uint64_t u, uint64_t lo, uint64_t hi,
+	    uint64_t *first, uint64_t *last, uint64_t *need)
+{
+	struct shard *s = shard_of(c, u);
+	uint64_t base = u * c->unit;
+	uint32_t i0 = (uint32_t)((MAX(lo, base) - base) / c->block);
+	uint32_t i1 = (uint32_t)DIV_ROUND_UP(MIN(hi, base + c->unit) - base,
+					     c->block);
+	uint32_t n = 0, f = i1, l = 0;
+	struct centry *e;
+	bool pinned = false;
+
+	pthread_mutex_lock(&s->lock);
+	e = lookup(c, u);
+	for (uint32_t i = i0; i < i1 && (!e || (!e->wb && !e->pin_id)); i++) {
+		if (!e || !bit_test(valid_bits(c, e), i)) {
+			n++;
+			f = MIN(f, i);
+			l = i + 1;
+		}
+	}
+	if (n && !e) {
+		e = entry_new(c, u);
+	}
+	if (n && e) {
+		e->pin_id = id;
+		pinned = true;
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (pinned) {
+		*first = MIN(*first, base + (uint64_t)f * c->block);
+		*last = MAX(*last, MIN(base + (uint64_t)l * c->block, c->size));
+		*need += n;
+	}
+	return pinned;
+}
+
+/* Copy [lo, hi) of buf (the device's bytes there) into the blocks of
+ * pinned unit u that are still not valid, clean; pages reserved. */
+static void
+ra_insert_unit(struct cache *c, uint64_t u, const uint8_t *buf, uint64_t lo,
+	       uint64_t hi, uint64_t *reserved, uint64_t *bytes)
+{
+	struct shard *s = shard_of(c, u);
+	uint64_t base = u * c->unit;
+	uint32_t i0 = (uint32_t)((MAX(lo, base) - base) / c->block);
+	uint32_t i1 = (uint32_t)DIV_ROUND_UP(MIN(hi, base + c->unit) - base,
+					     c->block);
+	struct centry *e;
+
+	pthread_mutex_lock(&s->lock);
+	e = lookup(c, u); /* pinned: it is there */
+	for (uint32_t i = i0; i < i1 && *reserved; i++) {
+		uint64_t at = base + (uint64_t)i * c->block;
+		uint8_t *page;
+
+		if (bit_test(valid_bits(c, e), i) || entry_reserve(e, 1) < 0) {
+			continue;
+		}
+		(*reserved)--;
+		page = pool_get(c); /* takes one of the reservations */
+		if (!page) {
+			continue;
+		}
+		page_insert(c, e, i, page);
+		memcpy(page, buf + (at - lo), block_len(c, u, i));
+		bit_set(ra_bits(c, e), i);
+		*bytes += block_len(c, u, i);
+	}
+	entry_settle(c, s, e, true);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* Pages for read-ahead, without making anyone wait (see above). */
+static bool
+ra_reserve(struct cache *c, uint64_t n)
+{
+	if (atomic_load(&c->waiting) ||
+	    atomic_load(&c->nr_unclean) * 100 >= c->pool.cap * PRESSURE_PCT) {
+		return false;
+	}
+	if (pool_reserve(c, n)) {
+		return true;
+	}
+	evict_some(c, n - MIN(n, pool_room(c)), true);
+	return pool_reserve(c, n);
+}
+
+/*
+ * Read-ahead into units [lo / unit, up to RA_MAX_UNITS of them) of
+ * [lo, hi): 1 to go on with the rest of the window, 0 to give it up (no
+ * room), or -errno.
+ */
+static int
+ra_fill_units(struct cache *c, uint64_t lo, uint64_t hi, uint8_t *buf,
+	      struct ra_done *done)
+{
+	struct dop_req d = { .off = lo, .end = hi };
+	uint64_t u0 = lo / c->unit, u1 = (hi - 1) / c->unit + 1;
+	uint64_t first = hi, last = lo, need = 0, pinned = 0;
+	int r = 1;
+
+	d.id = atomic_fetch_add(&c->op_ids, 1) + 1;
+	for (uint64_t u = u0; u < u1; u++) {
+		if (ra_pin_unit(c, d.id, u, lo, hi, &first, &last, &need)) {
+			pinned |= 1ull << (u - u0);
+		}
+	}
+	if (!pinned || dop_overlaps(c, first, last)) {
+		/* nothing to read here, or a direct operation may be
+		 * writing it: go on with the rest */
+	} else if (!ra_reserve(c, need)) {
+		r = 0;
+	} else {
+		uint64_t wall = now_ns(), cpu = thread_cpu_ns();
+
+		r = c->be.read(c->be.ctx, buf, last - first, first);
+		done->cpu_ns += thread_cpu_ns() - cpu;
+		done->wall_ns += now_ns() - wall;
+		for (uint64_t u = u0; r == 0 && u < u1; u++) {
+			if (pinned & (1ull << (u - u0))) {
+				ra_insert_unit(c, u, buf, first, last, &need,
+					       &done->bytes);
+			}
+		}
+		pool_unreserve(c, need);
+		r = r == 0 ? 1 : r;
+	}
+	unpin_units(c, &d);
+	return r;
+}
+
+int
+cache_ra_fill(struct cache *c, uint64_t lo, uint64_t hi, uint8_t *buf,
+	      struct ra_done *done)
+{
+	int r = 1;
+
+	_Static_assert(RA_MAX_UNITS <= 64, "a unit mask is one word");
+	*done = (struct ra_done){ .bytes = 0 };
+	lo = ROUND_DOWN(lo, c->block);
+	hi = MIN(hi, c->size);
+	while (r > 0 && lo < hi) {
+		uint64_t end = MIN(hi, (lo / c->unit + RA_MAX_UNITS) * c->unit);
+
+		r = ra_fill_units(c, lo, end, buf, done);
+		lo = end;
+	}
+	return MIN(r, 0);
 }
 
 /* ---- cached writes ----------------------------------------------------- */
@@ -2231,12 +2536,17 @@ cache_start(struct cache *c)
 	c->nr_workers = WB_THREADS;
 	io_start(c);
 	__atomic_store_n(&c->running, true, __ATOMIC_RELEASE);
-	return 0;
+	r = ra_start(c);
+	if (r < 0) {
+		cache_stop(c);
+	}
+	return r;
 }
 
 static void
 cache_stop(struct cache *c)
 {
+	ra_stop(c);
 	if (!c->running) {
 		return;
 	}
@@ -2307,6 +2617,8 @@ cache_status(struct cache *c, struct raid_cache_status *st)
 	st->writeback_bytes_per_s = atomic_load(&c->st.wb_rate);
 	st->writeback_errors = atomic_load(&c->st.wb_errors);
 	st->waits = atomic_load(&c->st.waits);
+	st->readahead_bytes = atomic_load(&c->st.ra_bytes);
+	st->readahead_hits = atomic_load(&c->st.ra_hits);
 	if (c->log) {
 		lm_status(c, st);
 	}
@@ -2350,6 +2662,7 @@ cache_free(struct cache *c)
 	pthread_cond_destroy(&c->io_done);
 	free(c->io_piece);
 	pthread_cond_destroy(&c->wb_wake);
+	ra_destroy(c);
 	range_lock_destroy(&c->order);
 	pthread_mutex_destroy(&c->log_lock);
 	pthread_cond_destroy(&c->log_cond);
@@ -2439,6 +2752,7 @@ cache_open(const struct cache_backing *be, const struct cache_geometry *g,
 	c->hold_ns = (uint64_t)s->hold_ms * 1000000ull;
 	c->pool.cap = pages;
 	cache_init_locks(c);
+	ra_init(c, s->readahead);
 	c->bucket_bits = 6;
 	while ((1ull << c->bucket_bits) < pages / 2) {
 		c->bucket_bits++;

@@ -61,6 +61,7 @@ struct cache_settings {
 	uint64_t size_bytes;
 	uint64_t seq_cutoff; /* 0: never bypass */
 	unsigned hold_ms;
+	uint64_t readahead;   /* the largest read-ahead window; 0: none */
 	const char *log_path; /* cache=log */
 	uint8_t log_uuid[16]; /* the array the log is bound to */
 	bool log_force;	      /* format over another array's log */

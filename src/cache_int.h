@@ -46,6 +46,22 @@
 #define STREAM_WINDOW	 16	       /* requests of reordering tolerated */
 #define BYPASS_FRACTION	 4	       /* bigger than size/this: bypass */
 
+/* Read-ahead (cache_readahead.c). */
+#define RA_QUEUE     8		  /* windows queued, at most */
+#define RA_THREADS   2		  /* workers */
+#define RA_FRACTION  16		  /* a window: at most the cache / this */
+#define RA_TRIGGER   3		  /* reads in a row that make a stream */
+#define RA_INIT_MIN  (1ull << 20) /* the first window, at least */
+#define RA_MAX_UNITS 64		  /* units pinned by one read-ahead */
+/*
+ * A window read on the CPU this much of its time (members as fast as
+ * memory: tmpfs, a warm page cache) had no wait to hide: its stream reads
+ * ahead no more but one small window (a probe) per RA_PROBE largest
+ * windows it reads, to time the members again.
+ */
+#define RA_FAST_PCT 50
+#define RA_PROBE    32
+
 /* ---- structures -------------------------------------------------------- */
 
 struct centry {
@@ -62,7 +78,8 @@ struct centry {
 	bool wb;	     /* a write-back holds its in-flight blocks */
 	bool in_lru;	     /* it has clean blocks (evictable ones) */
 	uint8_t **page;	     /* a page per valid block, in block order */
-	uint64_t bits[];     /* valid, dirty, inflight: c->words each */
+	uint64_t bits[];     /* valid, dirty, inflight, read ahead (and not
+				read since): c->words each */
 };
 
 /*
@@ -97,6 +114,27 @@ struct pool {
 struct stream {
 	uint64_t end, run;
 	uint64_t used; /* LRU stamp */
+};
+
+/* A sequential reader (cache_readahead.c). */
+struct rstream {
+	uint64_t end;	   /* where its furthest read ended */
+	uint64_t reads;	   /* reads that moved end forward, in a row */
+	uint64_t ra_end;   /* read-ahead asked for up to here */
+	uint64_t win;	   /* its window now */
+	uint64_t used;	   /* LRU stamp */
+	uint64_t gen;	   /* this stream in this slot (a new one: new gen) */
+	bool fast;	   /* its last window was read on the CPU: no more */
+	uint64_t probe_at; /* fast: the next window once end is past this */
+};
+
+/* A read-ahead window: queued, being read, or a free slot. */
+struct ra_req {
+	uint64_t lo, hi;
+	uint64_t seq;	   /* queued in this order; 0: a free slot */
+	bool busy;	   /* a worker reads it */
+	struct rstream *s; /* its stream, told how the read went ... */
+	uint64_t gen;	   /* ... if it is still that stream */
 };
 
 struct dop_req;
@@ -203,10 +241,32 @@ struct cache {
 	uint64_t rate_ns;	   /* when the rate was last computed */
 	uint64_t rate_bytes;	   /* written_back at that moment */
 
+	/*
+	 * Read-ahead (cache_readahead.c; docs/cache.md, "Read-ahead").
+	 * ra_lock guards the read streams, ra_clock, the windows (ra_q:
+	 * slots, queued in ra_seq order, a slot held until its window is in
+	 * the cache) and ra_stop; with ra_wake, the workers' sleep; with
+	 * ra_done, readers waiting for a window queued or being read.  A
+	 * leaf.  ra_running: the workers run (set by ra_start and ra_stop).
+	 */
+	uint64_t ra_max; /* cache-readahead: the largest window; 0 off */
+	pthread_mutex_t ra_lock;
+	pthread_cond_t ra_wake, ra_done;
+	struct rstream rstreams[STREAMS];
+	uint64_t ra_clock;
+	bool ra_fast; /* the last window judged was fast: new streams too */
+	struct ra_req ra_q[RA_QUEUE];
+	uint64_t ra_seq;
+	bool ra_stop;
+	atomic_bool ra_running;
+	pthread_t ra_threads[RA_THREADS];
+	unsigned nr_ra_threads;
+
 	struct {
 		atomic_uint_fast64_t read_hits, read_misses, writes_cached,
 			write_hits, writes_direct, writes_bypassed,
-			written_back, wb_rate, wb_errors, waits;
+			written_back, wb_rate, wb_errors, waits, ra_bytes,
+			ra_hits;
 	} st;
 
 	/*
@@ -306,6 +366,39 @@ int cache_write_cached(struct cache *c, const uint8_t *buf, uint64_t count,
 /* The part of a write that goes straight to the device, if any. */
 bool cache_bypass_range(struct cache *c, uint64_t off, uint64_t count,
 			uint64_t *lo, uint64_t *hi);
+
+/* What a read-ahead did: bytes inserted, its device reads' times. */
+struct ra_done {
+	uint64_t bytes;
+	uint64_t cpu_ns, wall_ns; /* this thread's CPU time; the clock */
+};
+
+/*
+ * Read-ahead: [lo, hi) read from the device into the blocks still not
+ * cached there, clean, under pins (cache.c has why that is coherent);
+ * gives up (0) where units are busy, a direct operation is in flight or
+ * there is no room without evicting dirty data.  buf: hi - lo bytes.
+ */
+int cache_ra_fill(struct cache *c, uint64_t lo, uint64_t hi, uint8_t *buf,
+		  struct ra_done *done);
+
+/* ---- cache_readahead.c ---- */
+
+void ra_init(struct cache *c, uint64_t max);
+void ra_destroy(struct cache *c);
+int ra_start(struct cache *c);
+void ra_stop(struct cache *c);
+/*
+ * A read of [off, off+len) arrives: follow its stream and queue the next
+ * window when it is sequential.  Without the workers, the window to read
+ * ahead now (after the reply's data) in *run (lo == hi: none).
+ */
+void ra_note(struct cache *c, uint64_t off, uint64_t len, struct ra_req *run);
+/* Read the window now (no workers). */
+void ra_run(struct cache *c, const struct ra_req *run);
+/* Wait until no window queued or being read touches [lo, hi); true if
+ * it waited (the caller looks in the cache again). */
+bool ra_wait(struct cache *c, uint64_t lo, uint64_t hi);
 
 /* ---- cache_logmode.c ---- */
 

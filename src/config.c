@@ -422,6 +422,18 @@ set_cache_seq_cutoff(struct raid_config *c, const char *v)
 	return 0;
 }
 
+static int
+set_cache_readahead(struct raid_config *c, const char *v)
+{
+	if (raid_parse_size(v, &c->cache_readahead) < 0) {
+		raid_error(
+			"cache-readahead '%s': must be a size (0: no read-ahead)",
+			v);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* Milliseconds: "2000", "2000ms" or "2s". */
 static int
 set_cache_hold(struct raid_config *c, const char *v)
@@ -572,6 +584,9 @@ static const struct option options[] = {
 	  "cache-seq-cutoff=SIZE",
 	  "Sequential writes past SIZE of a run go straight to\n"
 	  "the members (default 4M; 0: never)." },
+	{ "cache-readahead", set_cache_readahead, false, "cache-readahead=SIZE",
+	  "Sequential readers get up to SIZE read ahead into\n"
+	  "the cache (default 8M; 0: no read-ahead)." },
 	{ "cache-hold", set_cache_hold, false, "cache-hold=MS",
 	  "RAID 5: a partly written stripe waits up to MS for\n"
 	  "the rest before write-back (default 2000)." },
@@ -659,6 +674,7 @@ raid_config_init(struct raid_config *c)
 	c->cache_size = RAID_CACHE_DEFAULT_SIZE;
 	c->cache_seq_cutoff = RAID_CACHE_DEFAULT_CUTOFF;
 	c->cache_hold_ms = RAID_CACHE_DEFAULT_HOLD_MS;
+	c->cache_readahead = RAID_CACHE_DEFAULT_READAHEAD;
 	c->gather_wait_us = RAID_GATHER_WAIT_US;
 	c->gather_grace_us = RAID_GATHER_GRACE_US;
 }
@@ -888,7 +904,8 @@ static int
 check_cache(const struct raid_config *c)
 {
 	static const char *const keys[] = { "cache-size", "cache-mode",
-					    "cache-seq-cutoff", "cache-hold" };
+					    "cache-seq-cutoff", "cache-hold",
+					    "cache-readahead" };
 
 	for (unsigned i = 0; i < ARRAY_SIZE(keys); i++) {
 		if (c->cache == RAID_CACHE_NONE &&

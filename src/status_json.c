@@ -22,6 +22,7 @@
  *              "writes_direct": ..., "writes_bypassed": ...,
  *              "written_back_bytes": ..., "writeback_rate": ...,
  *              "writeback_errors": ..., "waits": ...,
+ *              "readahead_bytes": ..., "readahead_hits": ...,
  *              "log": {"path": "/srv/log", "failed": false, "error": null,
  *                      "used_bytes": ..., "size": ..., "records": ...,
  *                      "syncs": ..., "retires": ..., "waits": ...,
@@ -279,6 +280,10 @@ add_cache(struct json_object *o, const struct raid_status *st)
 	ok = ok && add(v, "writeback_errors",
 		       json_object_new_uint64(c->writeback_errors));
 	ok = ok && add(v, "waits", json_object_new_uint64(c->waits));
+	ok = ok && add(v, "readahead_bytes",
+		       json_object_new_uint64(c->readahead_bytes));
+	ok = ok && add(v, "readahead_hits",
+		       json_object_new_uint64(c->readahead_hits));
 	return ok && add_cache_log(v, c);
 }
 

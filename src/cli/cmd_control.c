@@ -332,6 +332,10 @@ print_cache(struct json_object *st)
 	       number(c, "read_hits"), number(c, "read_misses"),
 	       number(c, "written_back_bytes"),
 	       number(c, "writeback_rate") / 1024);
+	printf("        Read-ahead : %s read ahead, %" PRIu64
+	       " read hits on it\n",
+	       cli_human(number(c, "readahead_bytes"), size, sizeof(size)),
+	       number(c, "readahead_hits"));
 	c = get(c, "log");
 	if (!c) {
 		return;

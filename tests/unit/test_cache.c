@@ -76,23 +76,31 @@ struct gdev {
 	pthread_cond_t cv;
 	bool gate;     /* writes wait while it is closed */
 	bool fua_gate; /* FUA writes wait while it is closed */
-	unsigned held; /* writes waiting at a gate now */
+	bool tz_gate;  /* trims and zeros wait while it is closed */
+	unsigned held; /* writes (trims, zeros) waiting at a gate now */
+	bool rgate;    /* reads from rgate_from on wait, once copied */
+	uint64_t rgate_from;
+	unsigned rheld;	  /* reads waiting at rgate now */
+	unsigned read_us; /* every read sleeps this long: a device the
+			     reader waits for, as read-ahead wants */
 	unsigned writes, reads, flushes, zeros, trims;
 };
 
 static void
-gdev_wait_gate(struct gdev *d, bool fua)
+gdev_wait_gate(struct gdev *d, bool *gate)
 {
 	pthread_mutex_lock(&d->mu);
 	d->held++;
 	pthread_cond_broadcast(&d->cv);
-	while (fua ? d->fua_gate : d->gate) {
+	while (*gate) {
 		pthread_cond_wait(&d->cv, &d->mu);
 	}
 	d->held--;
 	pthread_mutex_unlock(&d->mu);
 }
 
+/* Reads past rgate_from wait at rgate after they copied: a read-ahead
+ * caught between its device read and its insert. */
 static int
 g_read(void *ctx, void *buf, uint64_t count, uint64_t off)
 {
@@ -100,6 +108,19 @@ g_read(void *ctx, void *buf, uint64_t count, uint64_t off)
 
 	memcpy(buf, d->data + off, count);
 	__atomic_fetch_add(&d->reads, 1, __ATOMIC_RELAXED);
+	if (d->read_us) {
+		usleep(d->read_us);
+	}
+	pthread_mutex_lock(&d->mu);
+	if (d->rgate && off >= d->rgate_from) {
+		d->rheld++;
+		pthread_cond_broadcast(&d->cv);
+		while (d->rgate) {
+			pthread_cond_wait(&d->cv, &d->mu);
+		}
+		d->rheld--;
+	}
+	pthread_mutex_unlock(&d->mu);
 	return 0;
 }
 
@@ -109,7 +130,7 @@ g_write(void *ctx, const void *buf, uint64_t count, uint64_t off,
 {
 	struct gdev *d = ctx;
 
-	gdev_wait_gate(d, flags & RAID_FUA);
+	gdev_wait_gate(d, flags & RAID_FUA ? &d->fua_gate : &d->gate);
 	memcpy(d->data + off, buf, count);
 	__atomic_fetch_add(&d->writes, 1, __ATOMIC_RELAXED);
 	return 0;
@@ -121,8 +142,9 @@ g_trim(void *ctx, uint64_t count, uint64_t off, uint32_t flags)
 	struct gdev *d = ctx;
 
 	(void)flags;
+	gdev_wait_gate(d, &d->tz_gate);
 	memset(d->data + off, 0, count); /* this device trims to zero */
-	d->trims++;
+	__atomic_fetch_add(&d->trims, 1, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -132,8 +154,9 @@ g_zero(void *ctx, uint64_t count, uint64_t off, uint32_t flags)
 	struct gdev *d = ctx;
 
 	(void)flags;
+	gdev_wait_gate(d, &d->tz_gate);
 	memset(d->data + off, 0, count);
-	d->zeros++;
+	__atomic_fetch_add(&d->zeros, 1, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -164,22 +187,26 @@ gdev_init(struct gdev *d, uint64_t size)
 	pthread_cond_init(&d->cv, NULL);
 }
 
+/* Open or close a gate (a field of d) under the lock its waiters use. */
 static void
-gdev_set_gate(struct gdev *d, bool closed)
+gdev_set(struct gdev *d, bool *gate, bool closed)
 {
 	pthread_mutex_lock(&d->mu);
-	d->gate = closed;
+	*gate = closed;
 	pthread_cond_broadcast(&d->cv);
 	pthread_mutex_unlock(&d->mu);
 }
 
 static void
+gdev_set_gate(struct gdev *d, bool closed)
+{
+	gdev_set(d, &d->gate, closed);
+}
+
+static void
 gdev_set_fua_gate(struct gdev *d, bool closed)
 {
-	pthread_mutex_lock(&d->mu);
-	d->fua_gate = closed;
-	pthread_cond_broadcast(&d->cv);
-	pthread_mutex_unlock(&d->mu);
+	gdev_set(d, &d->fua_gate, closed);
 }
 
 /* Wait (as long as it takes) until n writes wait at the gates. */
@@ -201,9 +228,10 @@ gdev_free(struct gdev *d)
 	pthread_cond_destroy(&d->cv);
 }
 
-/* A cache over d: units of unit bytes, size bytes of cache. */
+/* A cache over d: units of unit bytes, size bytes of cache, read-ahead
+ * windows up to ra bytes. */
 static struct cache *
-gcache(struct gdev *d, uint64_t unit, uint64_t size, bool hold)
+gcache_ra(struct gdev *d, uint64_t unit, uint64_t size, bool hold, uint64_t ra)
 {
 	const struct cache_backing be = {
 		.ctx = d,
@@ -224,11 +252,18 @@ gcache(struct gdev *d, uint64_t unit, uint64_t size, bool hold)
 		.size_bytes = size,
 		.seq_cutoff = 0,
 		.hold_ms = 60000,
+		.readahead = ra,
 	};
 	struct cache *c;
 
 	assert_int_equal(cache_open(&be, &g, &s, &c), 0);
 	return c;
+}
+
+static struct cache *
+gcache(struct gdev *d, uint64_t unit, uint64_t size, bool hold)
+{
+	return gcache_ra(d, unit, size, hold, 0);
 }
 
 struct flusher {
@@ -1057,8 +1092,12 @@ stress_thread(void *arg)
 					op == 9 ? RAID_FUA : 0);
 			memcpy(s->model + off, buf, len);
 			memset(s->undef + off, 0, len);
-		} else if (op < 15) {
+		} else if (op < 14) {
 			stress_read(s, off, len, buf);
+		} else if (op < 15) { /* a sequential run: read-ahead */
+			for (; off + len <= s->hi && !s->err[0]; off += len) {
+				stress_read(s, off, len, buf);
+			}
 		} else if (op < 17) {
 			r = raid_zero(s->a, len, off,
 				      op == 15 ? RAID_MAY_TRIM : 0);
@@ -1167,7 +1206,8 @@ stress_case(struct fixture *f, int level, unsigned n, uint64_t cutoff,
 }
 
 /*
- * 4 threads of random writes (aligned and not, FUA), reads, zeros, trims
+ * 4 threads of random writes (aligned and not, FUA), reads (some in
+ * sequential runs to the end of the region: read-ahead), zeros, trims
  * and flushes, each in its own region, while another thread flushes all
  * the time (write-back in flight under every request), members slowed to
  * widen the windows, the cache a fraction of the array (writers wait for
@@ -1182,6 +1222,370 @@ test_cache_stress_against_model(void **state)
 	stress_case(*state, 0, 3, 0, false);
 	stress_case(*state, 5, 3, 2 * BLK, false);
 	stress_case(*state, 5, 4, 8 * BLK, true);
+}
+
+/* ---- read-ahead ---------------------------------------------------------- */
+
+#define RA_UNIT (16 * BLK)   /* 64K units */
+#define RA_STEP (4 * BLK)    /* the readers' requests */
+#define RA_MAX	(64 * BLK)   /* windows of 256K at most */
+#define RA_SIZE (1024 * BLK) /* a 4M cache (windows of a sixteenth) */
+
+/* Read [off, off+len) in RA_STEP requests, each against the model. */
+static void
+seq_read_check(struct cache *c, const uint8_t *model, uint64_t off,
+	       uint64_t len)
+{
+	uint8_t buf[RA_STEP];
+
+	for (uint64_t at = off; at < off + len; at += RA_STEP) {
+		assert_int_equal(cache_pread(c, buf, RA_STEP, at), 0);
+		assert_memory_equal(buf, model + at, RA_STEP);
+	}
+}
+
+static struct raid_cache_status
+gstat(struct cache *c)
+{
+	struct raid_cache_status st;
+
+	cache_status(c, &st);
+	return st;
+}
+
+/*
+ * A sequential reader on a device it waits for (1 ms a read): from its
+ * third request on the next window is read ahead (here by the reader,
+ * after its data: no workers), so every later request is served from
+ * memory, the device read once per window; the range read again is all
+ * hits, byte-exact.  Then with the workers (cache_start): the same, the
+ * reader waiting for windows in flight rather than reading their blocks
+ * itself.
+ */
+static void
+test_cache_readahead_sequential_hits(void **state)
+{
+	struct raid_cache_status st;
+	struct gdev d;
+	struct cache *c;
+	uint8_t *buf = malloc(1 << 20);
+	unsigned reads;
+
+	(void)state;
+	gdev_init(&d, 1024 * BLK);
+	d.read_us = 1000;
+	t_fill_random(d.data, d.size);
+	c = gcache_ra(&d, RA_UNIT, RA_SIZE, false, RA_MAX);
+	seq_read_check(c, d.data, 0, 1 << 20);
+	st = gstat(c);
+	assert_int_equal(st.read_misses, 3);
+	assert_int_equal(st.read_hits, 64 - 3);
+	assert_int_equal(st.readahead_hits, 64 - 3);
+	assert_true(st.readahead_bytes >= (1 << 20) - 3 * RA_STEP);
+	/* The device: the 3 misses, then one read per window. */
+	assert_true(d.reads - 3 <= st.readahead_bytes / RA_UNIT);
+	reads = d.reads;
+	assert_int_equal(
+		cache_pread(c, buf, (1 << 20) - 3 * RA_STEP, 3 * RA_STEP), 0);
+	assert_memory_equal(buf, d.data + 3 * RA_STEP, (1 << 20) - 3 * RA_STEP);
+	assert_int_equal(d.reads, reads);
+	/* With the worker. */
+	assert_int_equal(cache_start(c), 0);
+	seq_read_check(c, d.data, 2 << 20, 1 << 20);
+	st = gstat(c);
+	assert_int_equal(st.read_misses, 3 + 3);
+	assert_int_equal(st.readahead_hits, 2 * (64 - 3));
+	assert_int_equal(cache_close(c), 0);
+	gdev_free(&d);
+	free(buf);
+}
+
+/* Random reads (no two within reach of a stream): nothing read ahead,
+ * each read from the device once. */
+static void
+test_cache_readahead_not_for_random_reads(void **state)
+{
+	struct gdev d;
+	struct cache *c;
+	uint8_t buf[RA_STEP];
+
+	(void)state;
+	gdev_init(&d, 4096 * BLK); /* 256 units */
+	t_fill_random(d.data, d.size);
+	c = gcache_ra(&d, RA_UNIT, RA_SIZE, false, RA_MAX);
+	for (uint64_t i = 0; i < 64; i++) {
+		uint64_t off = (i * 97 % 256) * RA_UNIT + i % 4 * BLK;
+
+		assert_int_equal(cache_pread(c, buf, RA_STEP, off), 0);
+		assert_memory_equal(buf, d.data + off, RA_STEP);
+	}
+	assert_int_equal(gstat(c).readahead_bytes, 0);
+	assert_int_equal(gstat(c).read_misses, 64);
+	assert_int_equal(d.reads, 64);
+	assert_int_equal(cache_close(c), 0);
+	gdev_free(&d);
+}
+
+/* cache-readahead=0: a sequential reader reads everything itself. */
+static void
+test_cache_readahead_off(void **state)
+{
+	struct gdev d;
+	struct cache *c;
+
+	(void)state;
+	gdev_init(&d, 1024 * BLK);
+	t_fill_random(d.data, d.size);
+	c = gcache_ra(&d, RA_UNIT, RA_SIZE, false, 0);
+	assert_int_equal(cache_start(c), 0);
+	seq_read_check(c, d.data, 0, 1 << 20);
+	assert_int_equal(gstat(c).readahead_bytes, 0);
+	assert_int_equal(gstat(c).read_misses, 64);
+	assert_int_equal(d.reads, 64);
+	assert_int_equal(cache_close(c), 0);
+	gdev_free(&d);
+}
+
+/* A client request, in a thread when it is to wait. */
+enum ra_op { RA_WRITE, RA_FUA, RA_BYPASS, RA_TRIM, RA_ZERO };
+
+struct ra_job {
+	struct cache *c;
+	enum ra_op op;
+	const uint8_t *buf;
+	uint64_t off, len;
+	int r;
+	atomic_bool done;
+};
+
+/* A bypassed write: more than a quarter of the cache. */
+#define RA_BIG (RA_SIZE / 4 + BLK)
+
+static void *
+ra_job_thread(void *arg)
+{
+	struct ra_job *j = arg;
+
+	switch (j->op) {
+	case RA_WRITE:
+	case RA_BYPASS:
+		j->r = cache_pwrite(j->c, j->buf, j->len, j->off, 0);
+		break;
+	case RA_FUA:
+		j->r = cache_pwrite(j->c, j->buf, j->len, j->off, RAID_FUA);
+		break;
+	case RA_TRIM:
+		j->r = cache_trim(j->c, j->len, j->off, 0);
+		break;
+	case RA_ZERO:
+		j->r = cache_zero(j->c, j->len, j->off, 0);
+		break;
+	}
+	atomic_store(&j->done, true);
+	return NULL;
+}
+
+/* What reads return after the job (this device trims to zero; the
+ * blocks trimmed here are never dirty, so the cache drops them). */
+static void
+ra_job_model(const struct ra_job *j, uint8_t *model)
+{
+	if (j->op == RA_TRIM || j->op == RA_ZERO) {
+		memset(model + j->off, 0, j->len);
+	} else {
+		memcpy(model + j->off, j->buf, j->len);
+	}
+}
+
+static struct ra_job
+ra_job(struct cache *c, enum ra_op op, const uint8_t *buf, uint64_t off,
+       uint64_t len)
+{
+	return (struct ra_job){ .c = c,
+				.op = op,
+				.buf = buf,
+				.off = off,
+				.len = len,
+				.r = -1 };
+}
+
+struct ra_reader {
+	struct cache *c;
+	const uint8_t *model;
+	uint64_t off;
+	atomic_bool done;
+};
+
+/* Three requests from off: the third has the next window read ahead. */
+static void *
+ra_reader_thread(void *arg)
+{
+	struct ra_reader *rd = arg;
+
+	seq_read_check(rd->c, rd->model, rd->off, 3 * RA_STEP);
+	atomic_store(&rd->done, true);
+	return NULL;
+}
+
+/* Wait (as long as it takes) until a read waits at rgate or rd is done. */
+static void
+ra_wait_held_or_done(struct gdev *d, struct ra_reader *rd)
+{
+	for (;;) {
+		unsigned held;
+
+		pthread_mutex_lock(&d->mu);
+		held = d->rheld;
+		pthread_mutex_unlock(&d->mu);
+		if (held || atomic_load(&rd->done)) {
+			return;
+		}
+		usleep(500);
+	}
+}
+
+/*
+ * A direct operation (FUA, bypass, trim, zero) that started before the
+ * read-ahead pinned its unit (there was no entry: it pinned nothing) and
+ * reaches the device after the read-ahead read it: the read-ahead must not
+ * cache the older bytes.  The operation waits at its gate until the
+ * read-ahead has read the device (or given up); the read-ahead waits,
+ * with the older bytes, until the operation completed.
+ */
+static void
+ra_race_before_pin(struct gdev *d, struct cache *c, uint8_t *model, uint64_t r0,
+		   enum ra_op op, const uint8_t *data)
+{
+	bool *gate = op == RA_FUA		      ? &d->fua_gate
+		     : op == RA_TRIM || op == RA_ZERO ? &d->tz_gate
+						      : &d->gate;
+	uint64_t len = op == RA_BYPASS ? RA_BIG : BLK;
+	struct ra_job j = ra_job(c, op, data, r0 + 32 * BLK, len);
+	struct ra_reader rd = { .c = c, .model = model, .off = r0 };
+	pthread_t tj, tr;
+
+	gdev_set(d, gate, true);
+	d->rgate_from = r0 + 3 * RA_STEP; /* the window, not the reader */
+	gdev_set(d, &d->rgate, true);
+	pthread_create(&tj, NULL, ra_job_thread, &j);
+	gdev_wait_held(d, 1);
+	pthread_create(&tr, NULL, ra_reader_thread, &rd);
+	ra_wait_held_or_done(d, &rd);
+	gdev_set(d, gate, false);
+	pthread_join(tj, NULL);
+	gdev_set(d, &d->rgate, false);
+	pthread_join(tr, NULL);
+	assert_int_equal(j.r, 0);
+	ra_job_model(&j, model);
+}
+
+/*
+ * The read-ahead caught between its device read and its insert (pins
+ * held): a cached write goes on (its block keeps the write's data), FUA,
+ * bypass, trim and zero wait for the pins, then bring the clean blocks in
+ * line.
+ */
+static void
+ra_race_in_flight(struct gdev *d, struct cache *c, uint8_t *model, uint64_t r0,
+		  const uint8_t *data)
+{
+	struct ra_reader rd = { .c = c, .model = model, .off = r0 };
+	struct ra_job w = ra_job(c, RA_WRITE, data, r0 + 16 * BLK, BLK);
+	struct ra_job j[4] = {
+		ra_job(c, RA_FUA, data + BLK, r0 + 20 * BLK, BLK),
+		ra_job(c, RA_TRIM, NULL, r0 + 24 * BLK, 2 * BLK),
+		ra_job(c, RA_ZERO, NULL, r0 + 28 * BLK + 100, BLK),
+		ra_job(c, RA_BYPASS, data + 2 * BLK, r0 + 40 * BLK, RA_BIG),
+	};
+	pthread_t tr, tj[4];
+
+	d->rgate_from = r0 + 3 * RA_STEP;
+	gdev_set(d, &d->rgate, true);
+	pthread_create(&tr, NULL, ra_reader_thread, &rd);
+	ra_wait_held_or_done(d, &rd);
+	assert_false(atomic_load(&rd.done)); /* held, pins taken */
+	ra_job_thread(&w);		     /* cached: no wait */
+	assert_int_equal(w.r, 0);
+	ra_job_model(&w, model);
+	for (unsigned k = 0; k < 4; k++) {
+		pthread_create(&tj[k], NULL, ra_job_thread, &j[k]);
+	}
+	usleep(20000);
+	for (unsigned k = 0; k < 4; k++) {
+		assert_false(atomic_load(&j[k].done)); /* the pins hold them */
+	}
+	gdev_set(d, &d->rgate, false);
+	pthread_join(tr, NULL);
+	for (unsigned k = 0; k < 4; k++) {
+		pthread_join(tj[k], NULL);
+		assert_int_equal(j[k].r, 0);
+		ra_job_model(&j[k], model);
+	}
+}
+
+/* The window read ahead (clean in the cache), then every kind of request
+ * over it: reads return the newest data. */
+static void
+ra_after(struct cache *c, uint8_t *model, uint64_t r0, const uint8_t *data)
+{
+	struct ra_job j[5] = {
+		ra_job(c, RA_WRITE, data, r0 + 16 * BLK, BLK + 10),
+		ra_job(c, RA_FUA, data + BLK, r0 + 20 * BLK + 7, BLK),
+		ra_job(c, RA_TRIM, NULL, r0 + 24 * BLK, 2 * BLK),
+		ra_job(c, RA_ZERO, NULL, r0 + 28 * BLK + 100, BLK),
+		ra_job(c, RA_BYPASS, data + 2 * BLK, r0 + 40 * BLK, RA_BIG),
+	};
+	uint64_t ra = gstat(c).readahead_bytes;
+
+	seq_read_check(c, model, r0, 64 * BLK);
+	assert_true(gstat(c).readahead_bytes > ra);
+	for (unsigned k = 0; k < 5; k++) {
+		ra_job_thread(&j[k]);
+		assert_int_equal(j[k].r, 0);
+		ra_job_model(&j[k], model);
+	}
+}
+
+/*
+ * Read-ahead never hides newer data: writes (cached, FUA, bypassed),
+ * trims and zeros landing in a window before the read-ahead pinned it,
+ * while it is between its read and its insert, and after it, each case
+ * in a region of its own; then every byte read back is the newest, and
+ * after a flush the device holds the same.  (Read back once, at the end:
+ * a read of a region would continue its reader's stream.)
+ */
+static void
+test_cache_readahead_never_hides_newer_data(void **state)
+{
+	const enum ra_op ops[4] = { RA_FUA, RA_BYPASS, RA_TRIM, RA_ZERO };
+	struct gdev d;
+	struct cache *c;
+	uint8_t *model, *buf, *data = malloc(RA_BIG + 2 * BLK);
+
+	(void)state;
+	gdev_init(&d, 2048 * BLK); /* 8M: a region of 1M per case */
+	d.read_us = 1000;
+	t_fill_random(d.data, d.size);
+	t_fill_random(data, RA_BIG + 2 * BLK);
+	model = malloc(d.size);
+	memcpy(model, d.data, d.size);
+	c = gcache_ra(&d, RA_UNIT, RA_SIZE, false, RA_MAX);
+	for (unsigned k = 0; k < 4; k++) {
+		ra_race_before_pin(&d, c, model, (uint64_t)k << 20, ops[k],
+				   data);
+	}
+	ra_race_in_flight(&d, c, model, 4 << 20, data);
+	ra_after(c, model, 5 << 20, data);
+	buf = malloc(d.size);
+	assert_int_equal(cache_pread(c, buf, d.size, 0), 0);
+	assert_memory_equal(buf, model, d.size);
+	assert_int_equal(cache_flush(c), 0);
+	assert_memory_equal(d.data, model, d.size);
+	assert_int_equal(cache_close(c), 0);
+	gdev_free(&d);
+	free(model);
+	free(data);
+	free(buf);
 }
 
 /* A cache-size too small for the array's stripes is refused, saying so. */
@@ -1249,6 +1653,13 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_cache_stress_against_model,
 						fixture_setup,
 						fixture_teardown),
+		cmocka_unit_test_setup(test_cache_readahead_sequential_hits,
+				       t_setup),
+		cmocka_unit_test_setup(
+			test_cache_readahead_not_for_random_reads, t_setup),
+		cmocka_unit_test_setup(test_cache_readahead_off, t_setup),
+		cmocka_unit_test_setup(
+			test_cache_readahead_never_hides_newer_data, t_setup),
 		cmocka_unit_test_setup_teardown(test_cache_refuses_too_small,
 						fixture_setup,
 						fixture_teardown),

@@ -466,6 +466,11 @@ test_config_cache_keys(void **state)
 	assert_int_equal(raid_config_set(&c, "cache-mode", "writethrough"), 0);
 	assert_int_equal(raid_config_set(&c, "cache-hold", "1500ms"), 0);
 	assert_int_equal(raid_config_set(&c, "cache-seq-cutoff", "0"), 0);
+	assert_int_equal(c.cache_readahead, RAID_CACHE_DEFAULT_READAHEAD);
+	assert_int_equal(raid_config_set(&c, "cache-readahead", "x"), -EINVAL);
+	assert_non_null(strstr(t_last_error, "cache-readahead 'x'"));
+	assert_int_equal(raid_config_set(&c, "cache-readahead", "2M"), 0);
+	assert_int_equal(c.cache_readahead, 2ull << 20);
 	assert_int_equal(c.cache, RAID_CACHE_RAM);
 	assert_int_equal(c.cache_size, 1ull << 30);
 	assert_int_equal(c.cache_mode, RAID_CACHE_WRITETHROUGH);
@@ -489,6 +494,13 @@ test_config_cache_keys(void **state)
 	assert_int_equal(raid_config_set(&c, "cache-hold", "2s"), 0);
 	assert_int_equal(c.cache_hold_ms, 2000);
 	raid_config_free(&c);
+	raid_config_init(&c);
+	assert_int_equal(raid_config_set(&c, "member", "/a"), 0);
+	assert_int_equal(raid_config_set(&c, "cache-readahead", "0"), 0);
+	assert_int_equal(raid_config_check(&c), -EINVAL);
+	assert_string_equal(t_last_error,
+			    "cache-readahead= needs cache=ram (or cache=log)");
+	raid_config_free(&c);
 }
 
 /* The help text comes from the option table: every key, once, known. */
@@ -496,19 +508,33 @@ static void
 test_config_help_lists_every_key(void **state)
 {
 	static const char *const keys[] = {
-		"level=",	"member=",
-		"chunk=",	"layout=",
-		"direct=",	"io=",
-		"metadata=",	"data-offset=",
-		"member-size=", "force=",
-		"config=",	"uuid=",
-		"name=",	"degraded=",
-		"control=",	"event=",
-		"fault=",	"spare=",
-		"cache=",	"cache-size=",
-		"cache-mode=",	"cache-seq-cutoff=",
-		"cache-hold=",	"cache-log=",
-		"gather-wait=", "gather-grace=",
+		"level=",
+		"member=",
+		"chunk=",
+		"layout=",
+		"direct=",
+		"io=",
+		"metadata=",
+		"data-offset=",
+		"member-size=",
+		"force=",
+		"config=",
+		"uuid=",
+		"name=",
+		"degraded=",
+		"control=",
+		"event=",
+		"fault=",
+		"spare=",
+		"cache=",
+		"cache-size=",
+		"cache-mode=",
+		"cache-seq-cutoff=",
+		"cache-hold=",
+		"cache-log=",
+		"cache-readahead=",
+		"gather-wait=",
+		"gather-grace=",
 	};
 	const char *help = raid_config_help();
 	unsigned usage_lines = 0;

@@ -486,6 +486,21 @@ test_control_cache_status_and_flush(void **state)
 	json_object_put(ans);
 	assert_int_equal(raid_status(a, &st), 0);
 	assert_int_equal(st.cache.dirty_bytes, 0);
+	/* A sequential reader: its last reads find their data read ahead. */
+	for (uint64_t off = 0; off < 4 * sizeof(buf) / 8;
+	     off += sizeof(buf) / 8) {
+		assert_int_equal(raid_pread(a, buf, sizeof(buf) / 8,
+					    sizeof(buf) + off, 0),
+				 0);
+	}
+	ans = client_request(&c, "{\"command\":\"status\"}");
+	cj = get(get(ans, "status"), "cache");
+	assert_int_equal(raid_status(a, &st), 0);
+	assert_true(st.cache.readahead_bytes > 0);
+	assert_u64(cj, "readahead_bytes", st.cache.readahead_bytes);
+	assert_true(st.cache.readahead_hits > 0);
+	assert_u64(cj, "readahead_hits", st.cache.readahead_hits);
+	json_object_put(ans);
 	close(c.fd);
 }
 
