@@ -14,6 +14,9 @@ a small cache (write-back runs all the time).  Each round:
   * 4 connections write (FUA one time in 6), zero, read (their own
     blocks, exact) and flush, each in its own blocks, for a random while;
   * kill -9 in the middle of it.
+From the middle round on, when this runs as root, the log is the same
+file as a block device (losetup): the battery-backed card's log as a
+device, its records read through it from then on.
 Every third round nbdkit is also killed 3 times while it starts, at a
 random moment of the time the last start took, much of it replay (a kill
 there leaves the log's records in place: the next start replays them
@@ -227,7 +230,30 @@ def refusals(d, params, paths, log, has_records):
     return len(cases)
 
 
+def attach_loop(path):
+    """path as a block device (losetup), or None where that cannot be (not
+    root, no loop devices)."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        r = subprocess.run(["losetup", "-f", "--show", path],
+                           capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    dev = r.stdout.strip()
+    return dev if r.returncode == 0 and dev.startswith("/dev/") else None
+
+
 def main():
+    loops = []
+    try:
+        crash_test(loops)
+    finally:
+        for dev in loops:
+            subprocess.run(["losetup", "-d", dev], capture_output=True)
+
+
+def crash_test(loops):
     rng = random.Random(seed("test-cache-crash"))
     plugin()
     rounds = int(os.environ.get("NBDRAID_ROUNDS", "20"))
@@ -252,6 +278,15 @@ def main():
         t0 = time.monotonic()
         took = [0.05]
         for rnd in range(rounds):
+            if rnd == rounds // 2:
+                dev = attach_loop(log)
+                if dev:
+                    loops.append(dev)
+                    log = dev
+                    params = [p for p in params
+                              if not p.startswith("cache-log=")] + [
+                                  "cache-log=" + dev]
+                    counts["log on a block device"] = rounds - rnd
             if rnd % 3 == 2:
                 quick_kills(rng, params, log, took, counts)
             with start(params, took) as srv:
