@@ -166,6 +166,7 @@ struct cache {
 	atomic_uint_fast64_t nr_unclean; /* blocks dirty or in flight */
 	atomic_uint_fast64_t nr_valid;	 /* blocks cached */
 	atomic_uint_fast64_t last_client_ns;
+	atomic_uint_fast64_t last_member_ns; /* a client's I/O on the members */
 	atomic_int wb_error;  /* the last write-back's -errno, 0 once one
 				 succeeds again */
 	atomic_uint waiting;  /* writers waiting for room */
@@ -235,6 +236,13 @@ struct cache {
 	bool io_busy, io_stop;
 	pthread_t io_threads[WB_DEPTH - 1];
 	unsigned nr_io_threads;
+
+	/* The pool's memory, allocated and touched after start (a card's
+	 * memory is there before the first write: no page faults on the
+	 * client's path).  fill_stop: read by the thread, set by stop. */
+	pthread_t fill_thread;
+	bool fill_running;
+	atomic_bool fill_stop;
 
 	atomic_uint_fast64_t rate; /* bytes/s the PI controller allows */
 	int64_t integral;	   /* its I term's sum, byte-seconds */
