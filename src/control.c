@@ -30,6 +30,12 @@
  * this thread one at a time: status is a few atomic loads, fail, remove
  * and add write superblocks, scrub waits (SCRUB_SHOW_MS at most) until
  * its pass shows in the status, so no client waits long behind another.
+ * cache flush can take minutes (a large cache over slow members): it runs
+ * on a thread of its own, and the clients that asked wait for its answer
+ * (their next lines are not read before it, so answers stay in order)
+ * while the others are served.  A client that asks while a flush runs
+ * waits for another one, started when that one ends: a flush covers the
+ * writes acknowledged before it was asked for.
  *
  * control_close() wakes the thread through the eventfd, joins it, closes
  * the clients and removes the socket, if the path is still the socket it
@@ -72,6 +78,8 @@ struct client {
 	bool skipping; /* in a line too long: drop up to its newline */
 	char *out;     /* answers not yet sent: out[out_off..out_len) */
 	size_t out_len, out_off;
+	bool flush_wait; /* waits for a cache flush's answer */
+	bool flush_next; /* ... of the next flush, not the one running */
 };
 
 /* Only the thread touches the clients; the rest is fixed once open. */
@@ -85,6 +93,15 @@ struct control_server {
 	pthread_t thread;
 	bool running;
 	struct client clients[CONTROL_CLIENTS_MAX];
+	/* cache flush: flush_fd, an eventfd the flush thread writes when it
+	 * ends, after flush_result (the thread's only write: the control
+	 * thread reads it after pthread_join).  The rest is the control
+	 * thread's. */
+	int flush_fd;
+	pthread_t flush_thread;
+	bool flush_running; /* a flush thread, not joined yet */
+	bool flush_again;   /* a client waits for the next flush */
+	int flush_result;
 };
 
 /* ---- answers ----------------------------------------------------------- */
@@ -440,30 +457,13 @@ cmd_scrub(struct control_server *cs, struct client *c, struct json_object *req)
 	answer_scrub(cs, c, kind, since);
 }
 
-/*
- * cache flush: write back everything dirty and flush the members (the
- * control thread waits for it: a large cache over slow members takes
- * long, and status waits behind it).
- */
+/* A cache flush ended with r: its answer. */
 static void
-cmd_cache(struct control_server *cs, struct client *c, struct json_object *req)
+answer_flush(struct control_server *cs, struct client *c, int r)
 {
 	struct raid_cache_status st;
-	struct json_object *v, *o;
-	const char *action = "";
-	int r;
+	struct json_object *o;
 
-	if (json_object_object_get_ex(req, "action", &v) &&
-	    json_object_is_type(v, json_type_string)) {
-		action = json_object_get_string(v);
-	}
-	if (strcmp(action, "flush") != 0) {
-		answer_error(c, "cache: want {\"command\":\"cache\","
-				"\"action\":\"flush\"}");
-		return;
-	}
-	raid_debug("control: cache flush");
-	r = raid_cache_flush(cs->a);
 	if (r < 0) {
 		answer_error(c, "cache flush: %s%s", strerror(-r),
 			     r == -ENOTSUP ? ": the array has no cache "
@@ -481,6 +481,108 @@ cmd_cache(struct control_server *cs, struct client *c, struct json_object *req)
 			json_object_new_uint64(st.written_back_bytes));
 	}
 	answer(c, o);
+}
+
+static void *
+flush_main(void *arg)
+{
+	struct control_server *cs = arg;
+
+	cs->flush_result = raid_cache_flush(cs->a);
+	eventfd_write(cs->flush_fd, 1);
+	return NULL;
+}
+
+/* Start a flush for the clients waiting; without a thread, flush here. */
+static void
+flush_start(struct control_server *cs)
+{
+	int r;
+
+	raid_debug("control: cache flush");
+	r = pthread_create(&cs->flush_thread, NULL, flush_main, cs);
+	if (r == 0) {
+		cs->flush_running = true;
+		return;
+	}
+	raid_debug("control: cache flush: no thread (%s): flushing inline",
+		   strerror(r));
+	cs->flush_result = raid_cache_flush(cs->a);
+	eventfd_write(cs->flush_fd, 1); /* flush_done answers */
+}
+
+static void client_lines(struct control_server *cs, struct client *c);
+static bool client_flush(struct client *c);
+
+/*
+ * The flush ended (flush_fd): answer its clients and go on with the lines
+ * they sent after; start the next flush for those who asked meanwhile.
+ */
+static void
+flush_done(struct control_server *cs)
+{
+	eventfd_t v;
+	bool answered[CONTROL_CLIENTS_MAX] = { false }, again;
+
+	if (eventfd_read(cs->flush_fd, &v) < 0) {
+		return; /* spurious */
+	}
+	if (cs->flush_running) {
+		pthread_join(cs->flush_thread, NULL);
+		cs->flush_running = false;
+	}
+	for (unsigned i = 0; i < CONTROL_CLIENTS_MAX; i++) {
+		struct client *c = &cs->clients[i];
+
+		if (c->fd >= 0 && c->flush_wait && !c->flush_next) {
+			answer_flush(cs, c, cs->flush_result);
+			c->flush_wait = false;
+			answered[i] = true;
+		}
+		c->flush_next = false; /* the next flush is theirs */
+	}
+	again = cs->flush_again;
+	cs->flush_again = false;
+	if (again) {
+		flush_start(cs);
+	}
+	for (unsigned i = 0; i < CONTROL_CLIENTS_MAX; i++) {
+		struct client *c = &cs->clients[i];
+
+		if (answered[i]) {
+			client_lines(cs, c); /* may ask for a flush again */
+			client_flush(c);     /* a broken one shows in poll */
+		}
+	}
+}
+
+/* cache flush: write back everything dirty and flush the members. */
+static void
+cmd_cache(struct control_server *cs, struct client *c, struct json_object *req)
+{
+	struct json_object *v;
+	const char *action = "";
+
+	if (json_object_object_get_ex(req, "action", &v) &&
+	    json_object_is_type(v, json_type_string)) {
+		action = json_object_get_string(v);
+	}
+	if (strcmp(action, "flush") != 0) {
+		answer_error(c, "cache: want {\"command\":\"cache\","
+				"\"action\":\"flush\"}");
+		return;
+	}
+	if (!cs->a->cache) {
+		answer_flush(cs, c, -ENOTSUP);
+		return;
+	}
+	c->flush_wait = true;
+	if (cs->flush_running) {
+		c->flush_next = true;
+		cs->flush_again = true;
+		return;
+	}
+	flush_start(cs);
 }
 
 /*
@@ -615,7 +717,8 @@ client_lines(struct control_server *cs, struct client *c)
 	char *start = c->in, *nl;
 	size_t left = c->in_len;
 
-	while ((nl = memchr(start, '\n', left))) {
+	/* A client waiting for a flush's answer: its next lines after it. */
+	while (!c->flush_wait && (nl = memchr(start, '\n', left))) {
 		if (!c->skipping) {
 			handle_line(cs, c, start, nl - start);
 		}
@@ -683,15 +786,17 @@ accept_client(struct control_server *cs)
 
 /*
  * The poll set: [0] the stop eventfd, [1] the listening socket (only with
- * a free slot), then the clients; who[] maps an entry to its client.
+ * a free slot), [2] the flush eventfd, then the clients; who[] maps an
+ * entry to its client.  A client waiting for a flush is not read from.
  */
 static unsigned
 poll_set(struct control_server *cs, struct pollfd *p, int *who)
 {
 	bool room = false;
-	unsigned n = 2;
+	unsigned n = 3;
 
 	p[0] = (struct pollfd){ .fd = cs->stop_fd, .events = POLLIN };
+	p[2] = (struct pollfd){ .fd = cs->flush_fd, .events = POLLIN };
 	for (unsigned i = 0; i < CONTROL_CLIENTS_MAX; i++) {
 		struct client *c = &cs->clients[i];
 		size_t queued = c->out_len - c->out_off;
@@ -701,8 +806,10 @@ poll_set(struct control_server *cs, struct pollfd *p, int *who)
 			continue;
 		}
 		p[n] = (struct pollfd){ .fd = c->fd };
-		p[n].events = (queued < CONTROL_OUT_MAX ? POLLIN : 0) |
-			      (queued ? POLLOUT : 0);
+		p[n].events =
+			(queued < CONTROL_OUT_MAX && !c->flush_wait ? POLLIN
+								    : 0) |
+			(queued ? POLLOUT : 0);
 		who[n++] = i;
 	}
 	p[1] = (struct pollfd){ .fd = room ? cs->listen_fd : -1,
@@ -714,8 +821,8 @@ static void *
 control_main(void *arg)
 {
 	struct control_server *cs = arg;
-	struct pollfd p[2 + CONTROL_CLIENTS_MAX];
-	int who[2 + CONTROL_CLIENTS_MAX];
+	struct pollfd p[3 + CONTROL_CLIENTS_MAX];
+	int who[3 + CONTROL_CLIENTS_MAX];
 
 	for (;;) {
 		unsigned n = poll_set(cs, p, who);
@@ -731,7 +838,7 @@ control_main(void *arg)
 		if (p[0].revents) {
 			break; /* control_close */
 		}
-		for (unsigned i = 2; i < n; i++) {
+		for (unsigned i = 3; i < n; i++) {
 			struct client *c = &cs->clients[who[i]];
 			bool alive = true;
 
@@ -748,6 +855,9 @@ control_main(void *arg)
 		}
 		if (p[1].revents & POLLIN) {
 			accept_client(cs);
+		}
+		if (p[2].revents & POLLIN) {
+			flush_done(cs);
 		}
 	}
 	return NULL;
@@ -882,14 +992,15 @@ control_open(struct raid_array *a, const char *path,
 		return -ENOMEM;
 	}
 	cs->a = a;
-	cs->listen_fd = cs->stop_fd = -1;
+	cs->listen_fd = cs->stop_fd = cs->flush_fd = -1;
 	for (unsigned i = 0; i < CONTROL_CLIENTS_MAX; i++) {
 		cs->clients[i].fd = -1;
 	}
 	cs->listen_fd = r = bind_socket(cs, &sun);
 	if (r >= 0) {
 		cs->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		r = cs->stop_fd < 0 ? -errno : 0;
+		cs->flush_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		r = cs->stop_fd < 0 || cs->flush_fd < 0 ? -errno : 0;
 		if (r < 0) {
 			raid_error("control socket %s: eventfd: %s", path,
 				   strerror(-r));
@@ -933,6 +1044,10 @@ control_close(struct control_server *cs)
 		eventfd_write(cs->stop_fd, 1);
 		pthread_join(cs->thread, NULL);
 	}
+	if (cs->flush_running) {
+		pthread_join(cs->flush_thread,
+			     NULL); /* its clients unanswered */
+	}
 	for (unsigned i = 0; i < CONTROL_CLIENTS_MAX; i++) {
 		client_close(&cs->clients[i]);
 	}
@@ -946,6 +1061,9 @@ control_close(struct control_server *cs)
 	}
 	if (cs->stop_fd >= 0) {
 		close(cs->stop_fd);
+	}
+	if (cs->flush_fd >= 0) {
+		close(cs->flush_fd);
 	}
 	free(cs->path);
 	free(cs);
