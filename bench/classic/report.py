@@ -236,7 +236,10 @@ def dat_text(spec, dim, rows, titles, rs):
     out = [" ".join([spec["head"]] + ['"%s"%s' % (t, lo_hi) for t in titles])]
     for v, row in zip(rows, rs):
         kib = to_bytes(v) // 1024 if dim in ("bs", "chunk") else None
-        key = spec["row"].format(v=v, label=label(dim, v), kib=kib)
+        text = label(dim, v)
+        if spec.get("wrap"):  # long tic labels on two lines (gnuplot's \n)
+            text = text.replace(", ", "\\n").replace(" +", "\\n+")
+        key = spec["row"].format(v=v, label=text, kib=kib)
         out.append(" ".join([key] + [x for r in row for x in vals(r)]))
     return "\n".join(out) + "\n"
 
@@ -430,8 +433,10 @@ class Part:
                 ref, text = spec.get("extra", {}).get(pattern(p)["kind"], (None, None))
                 if ref and cell(self.where(ref, p)):
                     w = self.where(ref, p)
-                    out.append(text.format(abs=fmt_abs(med(w, "iops"), med(w, "mbps"), p), **{
-                        m: fmt_ratio(self.ratio(cfg(m), p, ref)) for m in ("ram", "log")}))
+                    out.append(text.format(
+                        abs=fmt_abs(med(w, "iops"), med(w, "mbps"), p),
+                        level=config(lv)["config_label"], **{
+                            m: fmt_ratio(self.ratio(cfg(m), p, ref)) for m in ("ram", "log")}))
             fl = spec.get("floor")
             for mode in (fl or {}).get("modes", []):
                 c, b = cfg(mode), cfg("filter")
@@ -559,6 +564,7 @@ class Part:
         files[self.name + ".gp"] = (
             "set terminal pngcairo size %s font 'DejaVu Sans,11'\n" % spec["size"].format_map(f)
             + "set output '../%s.png'\n" % self.name
+            + ("set bmargin 4\n" if spec.get("wrap") else "")
             + spec["script"].format_map(dict(f, panels="\n".join(panels))))
         link = "![%s, %s](charts/%s.png)" % (spec["alt"], D["MEDIA"][self.medium], self.name)
         return [link] if gnuplot(self.name, files) else []

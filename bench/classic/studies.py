@@ -563,7 +563,7 @@ plot {plots}
              "columns": [["ram", None, "ram / none"], ["log", None, "log / none"],
                          ["filter", None, "filter / none"], ["ram", "filter", "ram / filter"],
                          ["log", "filter", "log / filter"]],
-             "extra": {"writeflush": ["0x3", "RAID 0 x3: {abs}; RAID 5 x4 through the "
+             "extra": {"writeflush": ["0x3", "RAID 0 x3: {abs}; {level} through the "
                                              "cache / RAID 0 x3: ram {ram}, log {log}"]},
              "floor": {"threshold": 1.0, "modes": ["ram", "log"],
                        "text": "{config_label}: at or above nbdkit's cache filter on every "
@@ -580,7 +580,7 @@ plot {plots}
                  "text": "{config_label}: {pattern_label} >= {threshold}x of RAID 0 x3 on "
                          "the same disks"},
             ]},
-            {**BAR_CHART, "alt": "write-back cache", "ymax": 2000, "size": "1300,640",
+            {**BAR_CHART, "alt": "write-back cache", "ymax": 2000, "size": "1300,640", "wrap": True,
              "ylabel": "throughput / no cache (log scale)",
              "script": (COMMON + 'set title "Write-back cache: each cache against the same '
                         'array without one (same run)\\n{medium}"\n'
