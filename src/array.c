@@ -311,6 +311,9 @@ write_pieces(struct raid_array *a, int op, uint32_t flags, const void *buf,
 	     uint64_t count, uint64_t off, uint64_t *changed, uint64_t *repair)
 {
 	struct req_mode mode = { 0 };
+	/* The level may keep a write's pieces queued for the one run. */
+	uint32_t defer =
+		op == IO_WRITE && a->layout->write_end ? RAID_PIECE_DEFER : 0;
 	int r = -EIO;
 
 	for (unsigned tries = 0; tries <= a->nr_members; tries++) {
@@ -320,11 +323,14 @@ write_pieces(struct raid_array *a, int op, uint32_t flags, const void *buf,
 		if (!b) {
 			return -ENOMEM;
 		}
-		r = array_pieces(a, b, op, flags, mode, (void *)buf, count, off,
-				 a->write_piece_bytes);
+		r = array_pieces(a, b, op, flags | defer, mode, (void *)buf,
+				 count, off, a->write_piece_bytes);
 		if (r == 0) {
 			r = op == IO_WRITE ? batch_run(b)
 					   : batch_run_discard(b);
+		}
+		if (defer) {
+			a->layout->write_end(a, b); /* ran, or dropped */
 		}
 		*changed |= batch_changed(b);
 		wf = batch_failed_writes(b);

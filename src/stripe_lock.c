@@ -23,6 +23,12 @@ stripe_lock(struct stripe_locks *l, uint64_t stripe)
 	pthread_mutex_lock(&l->m[stripe & (STRIPE_LOCKS - 1)]);
 }
 
+bool
+stripe_trylock(struct stripe_locks *l, uint64_t stripe)
+{
+	return pthread_mutex_trylock(&l->m[stripe & (STRIPE_LOCKS - 1)]) == 0;
+}
+
 void
 stripe_unlock(struct stripe_locks *l, uint64_t stripe)
 {

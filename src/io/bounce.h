@@ -18,7 +18,9 @@
 enum bounce_slot {
 	BOUNCE_IO,
 	BOUNCE_PARITY,
-	BOUNCE_GATHER, /* a gathered stripe, built from parked pieces */
+	BOUNCE_GATHER,	/* a gathered stripe, built from parked pieces */
+	BOUNCE_STRIPES, /* RAID 5: parity of the whole stripes a request
+			   queued for one run (raid5.c, "Whole stripes") */
 	BOUNCE_SLOTS,
 };
 

@@ -81,7 +81,8 @@ struct raid_piece {
 	uint32_t len;	   /* bytes, up to the end of the chunk/stripe */
 	void *buf;	   /* NULL for trim/zero */
 	int op;		   /* enum io_op (src/io/io.h) */
-	uint32_t flags;	   /* RAID_FUA on writes; RAID_FAST_ZERO */
+	uint32_t flags;	   /* RAID_FUA on writes; RAID_FAST_ZERO;
+			      RAID_PIECE_DEFER */
 	/*
 	 * Members whose reads failed in this request: not to be read again
 	 * (their data comes from the other copies, or parity), though still
@@ -96,6 +97,14 @@ struct raid_piece {
 	 */
 	uint64_t only;
 };
+
+/*
+ * A write piece's flag, set by the core (never by a client): the core
+ * runs this request's batch once after its last piece and then calls the
+ * level's write_end, so a piece may leave its writes queued while it
+ * holds what they need (RAID 5: a whole stripe's lock and parity).
+ */
+#define RAID_PIECE_DEFER (1u << 16)
 
 /*
  * May the piece read member role at member chunk `member_chunk` (in sync,
@@ -180,6 +189,12 @@ struct raid_layout {
 		    const struct raid_piece *p);
 	int (*write)(struct raid_array *a, struct batch *b,
 		     const struct raid_piece *p);
+	/*
+	 * After the core ran (or dropped) a request's batch whose pieces had
+	 * RAID_PIECE_DEFER: let go of what write held across the run.  NULL
+	 * where write never holds anything past its return.
+	 */
+	void (*write_end)(struct raid_array *a, struct batch *b);
 };
 
 extern const struct raid_layout raid0_layout;

@@ -472,6 +472,134 @@ slice_init(const struct raid_array *a, const struct raid_piece *p, uint32_t a0,
 }
 
 /*
+ * Whole stripes.  A request that writes several whole stripes (the core
+ * says so with RAID_PIECE_DEFER) does not run a batch per stripe: each
+ * stripe's parity goes into this thread's BOUNCE_STRIPES, its data and
+ * parity writes are queued, and its lock is kept; the core's one run then
+ * sends every member its part of all of them, which the batch merges into
+ * one vectored write per member, in order (a stripe per batch left every
+ * member idle between stripes, and several writers' stripes reached a
+ * disk out of order, each paying a seek).  write_end lets the locks go.
+ * Only when every member is written (nothing to read, no member missing)
+ * and at most RAID5_DEFER_BYTES of parity, RAID5_DEFER_MAX stripes, are
+ * kept; past that, or when a stripe's lock is not free (stripe_trylock:
+ * this thread never waits while it holds one), what is queued runs first.
+ */
+#define RAID5_DEFER_BYTES (4u << 20)
+#define RAID5_DEFER_MAX	  32
+
+static _Thread_local struct {
+	uint64_t stripe[RAID5_DEFER_MAX]; /* locked, writes queued */
+	unsigned n;
+} tl_defer;
+
+/* Stripes one request may keep queued (0: none, chunks too large). */
+static unsigned
+defer_cap(const struct raid_array *a)
+{
+	return MIN(RAID5_DEFER_MAX, RAID5_DEFER_BYTES / a->chunk_bytes);
+}
+
+/* Let go of the stripes kept (their writes ran or were dropped). */
+static void
+raid5_write_end(struct raid_array *a, struct batch *b)
+{
+	(void)b;
+	while (tl_defer.n) {
+		stripe_unlock(&a->stripe_locks, tl_defer.stripe[--tl_defer.n]);
+	}
+}
+
+/* Run what is queued, then let go of the stripes kept. */
+static int
+defer_run(struct raid_array *a, struct batch *b)
+{
+	int r;
+
+	if (!tl_defer.n) {
+		return 0;
+	}
+	r = batch_run(b);
+	raid5_write_end(a, b);
+	return r;
+}
+
+/* May the piece be queued and kept (see above)? */
+static bool
+deferrable(const struct raid_array *a, const struct raid_piece *p,
+	   const uint8_t *zeros)
+{
+	unsigned nd = a->nr_members - 1;
+
+	if (!(p->flags & RAID_PIECE_DEFER) || zeros || p->only || p->in_chunk ||
+	    p->chunk_no % nd || p->len != a->write_piece_bytes ||
+	    defer_cap(a) < 2) {
+		return false;
+	}
+	for (unsigned m = 0; m < a->nr_members; m++) {
+		if (!piece_can_write(a, p, m)) {
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Queue a whole stripe's data and parity, its lock kept. */
+static int
+raid5_write_whole(struct raid_array *a, struct batch *b,
+		  const struct raid_piece *p)
+{
+	unsigned nd = a->nr_members - 1, k;
+	uint64_t stripe = p->chunk_no / nd;
+	unsigned pm = raid5_parity_member(&a->g, stripe);
+	unsigned fua = (p->flags & RAID_FUA) ? IO_FUA : 0;
+	uint32_t len = a->chunk_bytes;
+	void *col[RAID_MAX_MEMBERS];
+	uint8_t *arena, *pbuf;
+	int r = 0;
+
+	if (tl_defer.n == defer_cap(a)) {
+		r = defer_run(a, b);
+		if (r < 0) {
+			return r;
+		}
+	}
+	if (tl_defer.n && !stripe_trylock(&a->stripe_locks, stripe)) {
+		r = defer_run(a, b);
+		if (r < 0) {
+			return r;
+		}
+	}
+	if (!tl_defer.n) {
+		stripe_lock(&a->stripe_locks, stripe);
+	}
+	k = tl_defer.n;
+	tl_defer.stripe[tl_defer.n++] = stripe;
+	arena = bounce_get(BOUNCE_STRIPES, (size_t)defer_cap(a) * len,
+			   IO_BUF_ALIGN);
+	if (!arena) {
+		return -ENOMEM; /* the core drops the batch, write_end unlocks
+				 */
+	}
+	pbuf = arena + (size_t)k * len;
+	for (unsigned j = 0; j < nd; j++) {
+		col[j] = (uint8_t *)p->buf + (size_t)j * len;
+	}
+	r = parity_xor(pbuf, col, nd, len);
+	for (unsigned j = 0; j < nd && r == 0; j++) {
+		unsigned role = data_role(a, stripe, j);
+
+		r = batch_write(b, &a->members[role], col[j], len,
+				stripe_offset(a, role, stripe, 0), fua);
+	}
+	if (r == 0) {
+		r = batch_write(b, &a->members[pm], pbuf, len,
+				stripe_offset(a, pm, stripe, 0), fua);
+	}
+	return r;
+}
+
+/*
  * Write (or write zeros over) a piece: lock the stripe, slice by slice.
  * zeros, if given, is a buffer of zeros of at least the piece's length.
  */
@@ -484,6 +612,14 @@ raid5_write_piece(struct raid_array *a, struct batch *b,
 	uint32_t lo = p->in_chunk, hi = p->in_chunk + p->len;
 	int r = 0;
 
+	if (deferrable(a, p, zeros)) {
+		return raid5_write_whole(a, b, p);
+	}
+	/* It waits for its stripe's lock: none kept meanwhile. */
+	r = defer_run(a, b);
+	if (r < 0) {
+		return r;
+	}
 	if (hi > a->chunk_bytes) {
 		lo = 0;
 		hi = a->chunk_bytes;
@@ -506,8 +642,11 @@ raid5_discard_stripe(struct raid_array *a, struct batch *b,
 		     const struct raid_piece *p)
 {
 	uint64_t stripe = p->chunk_no / (a->nr_members - 1);
-	int r = 0;
+	int r = defer_run(a, b); /* none kept while it waits */
 
+	if (r < 0) {
+		return r;
+	}
 	stripe_lock(&a->stripe_locks, stripe);
 	for (unsigned m = 0; m < a->nr_members && r == 0; m++) {
 		if (piece_can_write(a, p, m)) {
@@ -582,6 +721,10 @@ raid5_reconstruct(struct raid_array *a, struct batch *b,
 		if (i != role && !piece_can_read(a, p, i, stripe)) {
 			return -EIO; /* two members of the stripe gone */
 		}
+	}
+	r = defer_run(a, b); /* none kept while it waits */
+	if (r < 0) {
+		return r;
 	}
 	stripe_lock(&a->stripe_locks, stripe);
 	for (uint32_t done = 0; done < p->len && r == 0;) {
@@ -680,5 +823,6 @@ const struct raid_layout raid5_layout = {
 	.enough        = raid5_enough,
 	.read          = raid5_read,
 	.write         = raid5_write,
+	.write_end     = raid5_write_end,
 };
 /* clang-format on */

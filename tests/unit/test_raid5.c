@@ -524,6 +524,116 @@ test_raid5_full_stripe_write_reads_nothing(void **state)
 }
 
 /*
+ * Several whole stripes in one request: queued together and run once, so
+ * each member gets one (vectored) write for all of them, nothing is read,
+ * and parity is exact; with FUA on every member's write.
+ */
+static void
+test_raid5_whole_stripes_one_write_per_member(void **state)
+{
+	struct fixture *f = *state;
+	struct fixture_spec s = { .level = 5, .n = 4, .mem_size = 8 * MCHUNK };
+	uint64_t len = 4 * 3 * MCHUNK;
+	uint8_t *buf = malloc(len), *back = malloc(len);
+
+	assert_int_equal(fixture_open(f, &s), 0);
+	t_fill_random(buf, len);
+	assert_int_equal(raid_pwrite(f->a, buf, len, 3 * MCHUNK, RAID_FUA), 0);
+	for (unsigned m = 0; m < 4; m++) {
+		assert_int_equal(mem_of(&f->m[m])->count[IO_READ], 0);
+		assert_int_equal(mem_of(&f->m[m])->count[IO_WRITE], 1);
+		assert_int_equal(mem_of(&f->m[m])->fua_writes, 1);
+	}
+	fixture_check_parity(f);
+	assert_int_equal(raid_pread(f->a, back, len, 3 * MCHUNK, 0), 0);
+	assert_memory_equal(back, buf, len);
+	free(buf);
+	free(back);
+}
+
+/*
+ * A member that fails the write of a request of whole stripes: the stripes
+ * queued are let go (no lock left held: the next writes of the same
+ * stripes would hang), the member is failed, the request runs again
+ * without it and succeeds; the data reads back exact (degraded).
+ */
+static void
+test_raid5_whole_stripes_member_fails(void **state)
+{
+	struct fixture *f = *state;
+	struct fixture_spec s = { .level = 5, .n = 4, .mem_size = 8 * MCHUNK };
+	uint64_t len = 6 * 3 * MCHUNK;
+	uint8_t *buf = malloc(len), *back = malloc(len);
+
+	assert_int_equal(fixture_open(f, &s), 0);
+	t_fill_random(buf, len);
+	mem_of(&f->m[2])->fail_at = mem_of(&f->m[2])->ops + 1;
+	mem_of(&f->m[2])->fail_always = true;
+	mem_of(&f->m[2])->fail_errno = EIO;
+	assert_int_equal(raid_pwrite(f->a, buf, len, 0, 0), 0);
+	/* The same stripes again: their locks were let go. */
+	assert_int_equal(raid_pwrite(f->a, buf, len, 0, 0), 0);
+	assert_int_equal(raid_pread(f->a, back, len, 0, 0), 0);
+	assert_memory_equal(back, buf, len);
+	free(buf);
+	free(back);
+}
+
+static void *
+whole_hammer_thread(void *arg)
+{
+	struct hammer *h = arg;
+	uint64_t st = h->seed * 2654435761u + 7, sb = 3 * MCHUNK;
+	uint64_t span = 6 * sb;
+	uint8_t *buf = malloc(span);
+
+	for (unsigned i = 0; i < 120; i++) {
+		uint64_t off, len;
+
+		memset(buf, (int)(t_rand_next(&st) & 0xff), span);
+		if (h->seed % 2) { /* whole stripes, 1 to 4 of them */
+			off = t_rand_next(&st) % 3 * sb;
+			len = (1 + t_rand_next(&st) % 4) * sb;
+			len = MIN(len, span - off);
+		} else { /* anything */
+			off = t_rand_next(&st) % span;
+			len = 1 + t_rand_next(&st) % MIN(span - off, 2 * sb);
+		}
+		raid_pwrite(h->a, buf, len, off, 0);
+	}
+	free(buf);
+	return NULL;
+}
+
+/*
+ * Writers of several whole stripes (which keep their stripes' locks until
+ * their one run, taking all but the first without waiting) beside writers
+ * of partial stripes, on the same few stripes, members slowed: no
+ * deadlock, and parity exact afterwards.
+ */
+static void
+test_raid5_whole_and_partial_writers_keep_parity(void **state)
+{
+	struct fixture *f = *state;
+	struct fixture_spec s = { .level = 5, .n = 4, .mem_size = 8 * MCHUNK };
+	pthread_t t[6];
+	struct hammer h[6];
+
+	assert_int_equal(fixture_open(f, &s), 0);
+	for (unsigned m = 0; m < 4; m++) {
+		mem_of(&f->m[m])->delay_us = 20;
+	}
+	for (unsigned i = 0; i < 6; i++) {
+		h[i] = (struct hammer){ f->a, i + 1 };
+		pthread_create(&t[i], NULL, whole_hammer_thread, &h[i]);
+	}
+	for (unsigned i = 0; i < 6; i++) {
+		pthread_join(t[i], NULL);
+	}
+	fixture_check_parity(f);
+}
+
+/*
  * Zero and trim with FUA are durable on every member they changed before
  * they return: whole stripes (fallocate, then a flush of each member) and
  * part of a stripe (zeros written with FUA, data and parity).
@@ -835,6 +945,15 @@ main(void)
 			fixture_teardown),
 		cmocka_unit_test_setup_teardown(
 			test_raid5_full_stripe_write_reads_nothing,
+			fixture_setup, fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_raid5_whole_stripes_one_write_per_member,
+			fixture_setup, fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_raid5_whole_stripes_member_fails, fixture_setup,
+			fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_raid5_whole_and_partial_writers_keep_parity,
 			fixture_setup, fixture_teardown),
 		cmocka_unit_test_setup_teardown(
 			test_raid5_check_counts_bad_stripes, fixture_setup,
