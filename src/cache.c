@@ -57,6 +57,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "cache.h"
@@ -348,11 +349,15 @@ pool_grow(struct pool *p, uint32_t block)
 }
 
 /*
- * The pool filled to cache-size, slab by slab, each touched before it is
- * added (outside the lock: no one else has it yet).  A client's first
+ * The pool filled to cache-size, slab by slab, each populated before it
+ * is added (outside the lock: no one else has it yet).  A client's first
  * writes otherwise pay a page fault per 4K, which in a VM costs as much
- * as the copy: a fresh cache took 1M writes at 180 MB/s, a filled one
- * at 2 GB/s (tmpfs members).  Ends early when stopped or out of memory.
+ * as the copy: a fresh cache took 1M writes at 145 MB/s, a filled one at
+ * 204 MB/s (with nbdkit's own buffers' faults the rest).  The kernel
+ * populates a slab (MADV_POPULATE_WRITE, Linux 5.14) 18x faster than
+ * touching its pages: 256 MiB in 36 ms against 650 ms here, so the fill
+ * does not compete with the first clients for the CPU.  Ends early when
+ * stopped or out of memory.
  */
 static void *
 fill_main(void *arg)
@@ -368,14 +373,15 @@ fill_main(void *arg)
 		pthread_mutex_lock(&p->lock);
 		n = MIN((uint64_t)SLAB_PAGES, p->cap - p->nr_pages);
 		pthread_mutex_unlock(&p->lock);
-		slab = n ? malloc(n * c->block) : NULL;
-		if (!slab) {
+		if (!n || posix_memalign((void **)&slab, 4096, n * c->block)) {
 			break;
 		}
-		/* Written, not memset (malloc + memset 0 becomes calloc,
-		 * which leaves fresh pages untouched). */
-		for (uint64_t i = 0; i < n * c->block; i += 4096) {
-			((volatile uint8_t *)slab)[i] = 0;
+		/* Else written, not memset (malloc + memset 0 becomes
+		 * calloc, which leaves fresh pages untouched). */
+		if (madvise(slab, n * c->block, MADV_POPULATE_WRITE) != 0) {
+			for (uint64_t i = 0; i < n * c->block; i += 4096) {
+				((volatile uint8_t *)slab)[i] = 0;
+			}
 		}
 		pthread_mutex_lock(&p->lock);
 		/* A writer may have grown the pool meanwhile. */
