@@ -476,6 +476,28 @@ hammer_thread(void *arg)
 	return NULL;
 }
 
+/* Six threads of fn over a RAID 5 of spec s, members slowed (20 us a
+ * request, to widen every window); then parity must be exact. */
+static void
+hammer_run(struct fixture *f, const struct fixture_spec *s, void *(*fn)(void *))
+{
+	pthread_t t[6];
+	struct hammer h[6];
+
+	assert_int_equal(fixture_open(f, s), 0);
+	for (unsigned m = 0; m < 4; m++) {
+		mem_of(&f->m[m])->delay_us = 20;
+	}
+	for (unsigned i = 0; i < 6; i++) {
+		h[i] = (struct hammer){ f->a, i + 1 };
+		pthread_create(&t[i], NULL, fn, &h[i]);
+	}
+	for (unsigned i = 0; i < 6; i++) {
+		pthread_join(t[i], NULL);
+	}
+	fixture_check_parity(f);
+}
+
 /*
  * Threads overlapping on the same two stripes, members slowed to widen
  * every window: the stripe lock keeps each read-modify-write whole, so
@@ -486,21 +508,8 @@ test_raid5_concurrent_writes_keep_parity(void **state)
 {
 	struct fixture *f = *state;
 	struct fixture_spec s = { .level = 5, .n = 4, .mem_size = 4 * MCHUNK };
-	pthread_t t[6];
-	struct hammer h[6];
 
-	assert_int_equal(fixture_open(f, &s), 0);
-	for (unsigned m = 0; m < 4; m++) {
-		mem_of(&f->m[m])->delay_us = 20;
-	}
-	for (unsigned i = 0; i < 6; i++) {
-		h[i] = (struct hammer){ f->a, i + 1 };
-		pthread_create(&t[i], NULL, hammer_thread, &h[i]);
-	}
-	for (unsigned i = 0; i < 6; i++) {
-		pthread_join(t[i], NULL);
-	}
-	fixture_check_parity(f);
+	hammer_run(f, &s, hammer_thread);
 }
 
 /* A full-stripe write reads nothing; FUA reaches data and parity. */
@@ -616,21 +625,8 @@ test_raid5_whole_and_partial_writers_keep_parity(void **state)
 {
 	struct fixture *f = *state;
 	struct fixture_spec s = { .level = 5, .n = 4, .mem_size = 8 * MCHUNK };
-	pthread_t t[6];
-	struct hammer h[6];
 
-	assert_int_equal(fixture_open(f, &s), 0);
-	for (unsigned m = 0; m < 4; m++) {
-		mem_of(&f->m[m])->delay_us = 20;
-	}
-	for (unsigned i = 0; i < 6; i++) {
-		h[i] = (struct hammer){ f->a, i + 1 };
-		pthread_create(&t[i], NULL, whole_hammer_thread, &h[i]);
-	}
-	for (unsigned i = 0; i < 6; i++) {
-		pthread_join(t[i], NULL);
-	}
-	fixture_check_parity(f);
+	hammer_run(f, &s, whole_hammer_thread);
 }
 
 /*
