@@ -191,6 +191,17 @@ unit_blocks(const struct cache *c, uint64_t u)
 			       : (uint32_t)DIV_ROUND_UP(left, c->block);
 }
 
+/* The blocks [*i0, *i1) of unit u that [lo, hi) touches (it must). */
+static void
+unit_span(const struct cache *c, uint64_t u, uint64_t lo, uint64_t hi,
+	  uint32_t *i0, uint32_t *i1)
+{
+	uint64_t base = u * c->unit;
+
+	*i0 = (uint32_t)((MAX(lo, base) - base) / c->block);
+	*i1 = (uint32_t)DIV_ROUND_UP(MIN(hi, base + c->unit) - base, c->block);
+}
+
 /* Bytes of block i of unit u (the device's last block may be short). */
 static uint32_t
 block_len(const struct cache *c, uint64_t u, uint32_t i)
@@ -834,11 +845,10 @@ read_unit(struct cache *c, uint64_t u, uint8_t *buf, uint64_t off, uint64_t end,
 {
 	struct shard *s = shard_of(c, u);
 	uint64_t base = u * c->unit;
-	uint32_t i0 = (uint32_t)((MAX(off, base) - base) / c->block);
-	uint32_t i1 = (uint32_t)DIV_ROUND_UP(MIN(end, base + c->unit) - base,
-					     c->block);
+	uint32_t i0, i1;
 	struct centry *e;
 
+	unit_span(c, u, off, end, &i0, &i1);
 	pthread_mutex_lock(&s->lock);
 	e = lookup(c, u);
 	if (e && e->nr_valid) {
@@ -1172,12 +1182,10 @@ patch_units(struct cache *c, struct dop_req *d)
 	for (uint64_t u = d->off / c->unit;
 	     (u = abit_next(c->present, u, u1)) < u1; u++) {
 		struct shard *s = shard_of(c, u);
-		uint64_t base = u * c->unit;
-		uint32_t i0 = (uint32_t)((MAX(d->off, base) - base) / c->block);
-		uint32_t i1 = (uint32_t)DIV_ROUND_UP(
-			MIN(d->end, base + c->unit) - base, c->block);
+		uint32_t i0, i1;
 		struct centry *e;
 
+		unit_span(c, u, d->off, d->end, &i0, &i1);
 		pthread_mutex_lock(&s->lock);
 		e = lookup(c, u);
 		for (uint32_t i = i0; e && i < i1; i++) {
@@ -1308,13 +1316,12 @@ ra_pin_unit(struct cache *c, uint64_t id, uint64_t u, uint64_t lo, uint64_t hi,
 {
 	struct shard *s = shard_of(c, u);
 	uint64_t base = u * c->unit;
-	uint32_t i0 = (uint32_t)((MAX(lo, base) - base) / c->block);
-	uint32_t i1 = (uint32_t)DIV_ROUND_UP(MIN(hi, base + c->unit) - base,
-					     c->block);
-	uint32_t n = 0, f = i1, l = 0;
+	uint32_t i0, i1, n = 0, f, l = 0;
 	struct centry *e;
 	bool pinned = false;
 
+	unit_span(c, u, lo, hi, &i0, &i1);
+	f = i1;
 	pthread_mutex_lock(&s->lock);
 	e = lookup(c, u);
 	for (uint32_t i = i0; i < i1 && (!e || (!e->wb && !e->pin_id)); i++) {
@@ -1348,11 +1355,10 @@ ra_insert_unit(struct cache *c, uint64_t u, const uint8_t *buf, uint64_t lo,
 {
 	struct shard *s = shard_of(c, u);
 	uint64_t base = u * c->unit;
-	uint32_t i0 = (uint32_t)((MAX(lo, base) - base) / c->block);
-	uint32_t i1 = (uint32_t)DIV_ROUND_UP(MIN(hi, base + c->unit) - base,
-					     c->block);
+	uint32_t i0, i1;
 	struct centry *e;
 
+	unit_span(c, u, lo, hi, &i0, &i1);
 	pthread_mutex_lock(&s->lock);
 	e = lookup(c, u); /* pinned: it is there */
 	for (uint32_t i = i0; i < i1 && *reserved; i++) {
