@@ -524,6 +524,21 @@ defer_run(struct raid_array *a, struct batch *b)
 	return r;
 }
 
+/*
+ * Take the stripe's lock, waiting for it: the stripes this thread keeps
+ * are run and let go first (it never waits while holding one).
+ */
+static int
+lock_stripe(struct raid_array *a, struct batch *b, uint64_t stripe)
+{
+	int r = defer_run(a, b);
+
+	if (r == 0) {
+		stripe_lock(&a->stripe_locks, stripe);
+	}
+	return r;
+}
+
 /* May the piece be queued and kept (see above)? */
 static bool
 deferrable(const struct raid_array *a, const struct raid_piece *p,
@@ -558,20 +573,13 @@ raid5_write_whole(struct raid_array *a, struct batch *b,
 	uint8_t *arena, *pbuf;
 	int r = 0;
 
-	if (tl_defer.n == defer_cap(a)) {
-		r = defer_run(a, b);
+	/* Kept with the others if there is room and it is free now. */
+	if (!tl_defer.n || tl_defer.n == defer_cap(a) ||
+	    !stripe_trylock(&a->stripe_locks, stripe)) {
+		r = lock_stripe(a, b, stripe);
 		if (r < 0) {
 			return r;
 		}
-	}
-	if (tl_defer.n && !stripe_trylock(&a->stripe_locks, stripe)) {
-		r = defer_run(a, b);
-		if (r < 0) {
-			return r;
-		}
-	}
-	if (!tl_defer.n) {
-		stripe_lock(&a->stripe_locks, stripe);
 	}
 	k = tl_defer.n;
 	tl_defer.stripe[tl_defer.n++] = stripe;
@@ -615,16 +623,14 @@ raid5_write_piece(struct raid_array *a, struct batch *b,
 	if (deferrable(a, p, zeros)) {
 		return raid5_write_whole(a, b, p);
 	}
-	/* It waits for its stripe's lock: none kept meanwhile. */
-	r = defer_run(a, b);
-	if (r < 0) {
-		return r;
-	}
 	if (hi > a->chunk_bytes) {
 		lo = 0;
 		hi = a->chunk_bytes;
 	}
-	stripe_lock(&a->stripe_locks, stripe);
+	r = lock_stripe(a, b, stripe);
+	if (r < 0) {
+		return r;
+	}
 	for (uint32_t x = lo; x < hi && r == 0; x += RAID5_SLICE) {
 		struct slice sl;
 
@@ -642,12 +648,11 @@ raid5_discard_stripe(struct raid_array *a, struct batch *b,
 		     const struct raid_piece *p)
 {
 	uint64_t stripe = p->chunk_no / (a->nr_members - 1);
-	int r = defer_run(a, b); /* none kept while it waits */
+	int r = lock_stripe(a, b, stripe);
 
 	if (r < 0) {
 		return r;
 	}
-	stripe_lock(&a->stripe_locks, stripe);
 	for (unsigned m = 0; m < a->nr_members && r == 0; m++) {
 		if (piece_can_write(a, p, m)) {
 			r = batch_discard(b, &a->members[m], p->op,
@@ -722,11 +727,10 @@ raid5_reconstruct(struct raid_array *a, struct batch *b,
 			return -EIO; /* two members of the stripe gone */
 		}
 	}
-	r = defer_run(a, b); /* none kept while it waits */
+	r = lock_stripe(a, b, stripe);
 	if (r < 0) {
 		return r;
 	}
-	stripe_lock(&a->stripe_locks, stripe);
 	for (uint32_t done = 0; done < p->len && r == 0;) {
 		uint32_t len = MIN(RAID5_SLICE, p->len - done);
 		uint8_t *s = bounce_get(BOUNCE_PARITY, (size_t)(n - 1) * len,
