@@ -14,9 +14,11 @@
 #include "cache.h"
 #include "range_lock.h"
 
-#define CACHE_SHARDS   64
-#define SLAB_PAGES     256	    /* pages allocated at once */
-#define WB_BATCH_BYTES (8ull << 20) /* a write-back's units, at most */
+#define CACHE_SHARDS	64
+#define SLAB_PAGES	256	     /* pages allocated at once */
+#define HUGE_PAGE_BYTES (2u << 20)   /* x86_64's transparent huge page */
+#define FILL_SLAB_BYTES (16u << 20)  /* the fill thread's slab */
+#define WB_BATCH_BYTES	(8ull << 20) /* a write-back's units, at most */
 /*
  * Write-back workers.  Two measured worse on emulated disks (1M sequential
  * writes, RAID 5 x4: 0.7x, every member request paying an access time):
