@@ -22,7 +22,7 @@ log() { printf '[%4ds] %s\n' $(($(date +%s) - T0)) "$*" >&2; }
 DISK_ACCESS=${DISK_ACCESS:-5ms}  # access time of a non-sequential request
 DISK_MBPS=${DISK_MBPS:-100}      # bandwidth, MB/s (10^6 bytes/s)
 DISK_SLOTS=${DISK_SLOTS:-1}      # requests served at once
-DISK_SIZE=${DISK_SIZE:-1G}       # per member (memory is taken as written)
+DISK_SIZE=${DISK_SIZE:-1G}       # per member (all of it backed by memory)
 TMPFS_SIZE=${TMPFS_SIZE:-512M}   # per tmpfs member
 NMEMBERS=4                       # the pool: every study uses members 0..N-1
 # nbdkit serves at most --threads requests of a connection at once (the
@@ -107,10 +107,12 @@ start_disks() {
 		mkdir -p "$mnt"
 		# --exit-with-parent: if bench/run dies without its cleanup, the
 		# disks unmount themselves (no wrapper between: we are the parent).
-		"$FUSEDISK" --exit-with-parent --size "$DISK_SIZE" --access "$DISK_ACCESS" \
+		# --populate: backed by memory before the runs, so that no
+		# write pays a first-touch page fault (fusedisk.c).
+		"$FUSEDISK" --exit-with-parent --populate --size "$DISK_SIZE" --access "$DISK_ACCESS" \
 			--mbps "$DISK_MBPS" --slots "$DISK_SLOTS" --stats "$RUN/d$i.stats" \
 			--pidfile "$pidf" "$mnt" >>"$OUT/logs/fusedisk-$i.log" 2>&1 &
-		wait_file "$pidf" 10 || die "emulated disk $i did not start (log: $OUT/logs/fusedisk-$i.log)"
+		wait_file "$pidf" 60 || die "emulated disk $i did not start (log: $OUT/logs/fusedisk-$i.log)"
 		DISKPIDS+=("$(cat "$pidf")")
 		MOUNTS+=("$mnt")
 		DISKS+=("$mnt/disk") DSTATS+=("$RUN/d$i.stats")
