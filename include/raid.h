@@ -308,9 +308,10 @@ struct raid_check_report {
 struct raid_cache_status {
 	enum raid_cache_kind kind; /* RAID_CACHE_NONE: no cache, rest 0 */
 	enum raid_cache_mode mode;
-	uint64_t size_bytes;	  /* cache-size */
-	uint64_t used_bytes;	  /* data held, dirty or clean */
-	uint64_t dirty_bytes;	  /* not yet written back (or being written) */
+	uint64_t size_bytes;  /* cache-size */
+	uint64_t used_bytes;  /* data held, dirty or clean */
+	uint64_t dirty_bytes; /* not yet written back (or being written) */
+	uint64_t writeback_inflight_bytes; /* of those, being written now */
 	uint64_t read_hits;	  /* reads served from the cache alone */
 	uint64_t read_misses;	  /* reads that went to the members, for some */
 	uint64_t writes_cached;	  /* writes answered once in memory */

@@ -29,12 +29,14 @@
  * Units (stripes) of one batch in flight at once: RAID 5 writes a stripe
  * at a time (each under its lock, its member writes run before the next
  * stripe's), and on every level the members should have the next writes
- * queued while the last complete: the batch's thread and WB_DEPTH - 1
- * helpers each take the next unit, so every member has the next few of
- * its chunks queued, in order: one stream per member.
+ * queued while the last complete: WB_DEPTH stripe writers each take the
+ * next unit, so every member has the next few of its chunks queued, in
+ * order: one stream per member.  The batch's thread only queues them (and
+ * the next batch behind them: IO_SLOTS).
  */
 #define WB_DEPTH	 4
 #define WB_BUFS_KEPT	 4	       /* batch buffers kept for reuse */
+#define IO_SLOTS	 2	       /* batches in flight at once */
 #define IDLE_NS		 200000000ull  /* clients quiet this long: idle */
 #define POLL_NS		 100000000ull  /* the thread looks this often */
 #define RATE_UPDATE_NS	 1000000000ull /* the PI controller's period */
@@ -166,6 +168,7 @@ struct cache {
 	atomic_uint_fast64_t seq;	 /* writes that dirtied data */
 	atomic_uint_fast64_t op_ids;	 /* direct operations, numbered */
 	atomic_uint_fast64_t nr_unclean; /* blocks dirty or in flight */
+	atomic_uint_fast64_t nr_infl;	 /* of those, in flight (claimed) */
 	atomic_uint_fast64_t nr_valid;	 /* blocks cached */
 	atomic_uint_fast64_t last_client_ns;
 	atomic_uint_fast64_t last_member_ns; /* a client's I/O on the members */
@@ -219,24 +222,34 @@ struct cache {
 	atomic_uint_fast64_t cursor; /* the unit write-back looks at first */
 
 	/*
-	 * The stripe writers (WB_DEPTH).  io_lock guards the
-	 * pieces of the batch being written (io_piece[0..io_avail): those
-	 * the helpers may take, io_next the next to take, io_left those not
-	 * finished, io_err the first error), io_busy (a batch owns the
-	 * pieces: its owner fills io_piece[io_n..] without the lock until
-	 * io_run publishes them) and io_stop; io_more wakes the helpers,
-	 * io_done the batch's owner.  A leaf.
+	 * The stripe writers (WB_DEPTH threads) and their queue, a ring of
+	 * io_ring pieces: io_piece[io_next .. io_avail) (mod io_ring) may be
+	 * taken, io_next next; a batch's owner stages its pieces at
+	 * [io_avail, io_tail) without the lock (io_building: one owner at a
+	 * time) until io_publish.  Up to IO_SLOTS batches are in flight, a
+	 * slot each (io_slot[]: pieces not finished, the first error,
+	 * busy), so that the thread queues its next batch while the members
+	 * still write the last: no member waits for a batch to end.
+	 * io_lock guards all of it and io_stop; io_more wakes the writers,
+	 * io_done the owners.  A leaf.
 	 */
 	pthread_mutex_t io_lock;
 	pthread_cond_t io_more, io_done;
 	struct wb_piece {
 		const uint8_t *buf;
 		uint64_t len, off;
+		unsigned slot;
 	} * io_piece;
-	unsigned io_cap, io_n, io_avail, io_next, io_left;
-	int io_err;
-	bool io_busy, io_stop;
-	pthread_t io_threads[WB_DEPTH - 1];
+	struct io_slot {
+		unsigned n, left; /* staged; published and not finished */
+		int err;
+		bool busy;
+	} io_slot[IO_SLOTS];
+	unsigned io_cap;  /* pieces of one batch, at most */
+	unsigned io_ring; /* IO_SLOTS * io_cap */
+	uint64_t io_next, io_avail, io_tail;
+	bool io_building, io_stop;
+	pthread_t io_threads[WB_DEPTH];
 	unsigned nr_io_threads;
 
 	/* The pool's memory, allocated and touched after start (a card's
@@ -342,6 +355,9 @@ struct wb_batch {
 	uint64_t *mask;	 /* the blocks claimed, words per unit */
 	uint64_t *wmask; /* the blocks to write: claimed, and gaps filled */
 	uint64_t seq;	 /* the oldest write among them */
+	uint64_t bytes;	 /* submitted: the bytes it writes */
+	int slot;	 /* submitted: its io_slot, or -1 (written already) */
+	int r;		 /* submitted: the first error so far */
 };
 
 /* ---- cache.c's internals that cache_logmode.c uses ---- */
@@ -429,7 +445,10 @@ int lm_pwrite(struct cache *c, const void *buf, uint64_t count, uint64_t off,
 int lm_trim_or_zero(struct cache *c, enum dop op, uint64_t count, uint64_t off,
 		    uint32_t flags);
 int lm_flush(struct cache *c);
-/* The write-back thread, after a round: retire what is due. */
+/* The write-back thread, after a round: retire what is due (lm_tick_due
+ * says if anything is, and whether the log is short of space: then
+ * lm_tick drains, which waits for every write-back in flight). */
+bool lm_tick_due(struct cache *c, bool *short_of_space);
 void lm_tick(struct cache *c, uint64_t bytes);
 /* Write back at full speed for the log (it fills, or writers wait)? */
 bool lm_pressure(struct cache *c);

@@ -525,22 +525,33 @@ lm_pressure(struct cache *c)
 	return used * 100 >= total * LOG_FULL_PCT;
 }
 
+bool
+lm_tick_due(struct cache *c, bool *short_of_space)
+{
+	uint64_t used, total, now = cache_now_ns();
+	bool shortage;
+
+	if (atomic_load(&c->log_state) != LM_ON) {
+		return false;
+	}
+	clog_space(c->log, &used, &total);
+	shortage = atomic_load(&c->log_waiters) ||
+		   used * 100 >= total * LOG_FULL_PCT;
+	if (short_of_space) {
+		*short_of_space = shortage;
+	}
+	return used &&
+	       (shortage || now - atomic_load(&c->retire_ns) >= RETIRE_NS);
+}
+
 void
 lm_tick(struct cache *c, uint64_t bytes)
 {
-	uint64_t used, total, now = cache_now_ns();
-	bool due, short_of_space;
+	bool short_of_space = false;
 	int r;
 
 	(void)bytes;
-	if (atomic_load(&c->log_state) != LM_ON) {
-		return;
-	}
-	clog_space(c->log, &used, &total);
-	short_of_space = atomic_load(&c->log_waiters) ||
-			 used * 100 >= total * LOG_FULL_PCT;
-	due = short_of_space || now - atomic_load(&c->retire_ns) >= RETIRE_NS;
-	if (!used || !due) {
+	if (!lm_tick_due(c, &short_of_space)) {
 		return;
 	}
 	r = short_of_space ? make_space(c) : lm_retire(c);

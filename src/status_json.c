@@ -21,6 +21,7 @@
  *              "read_misses": ..., "writes_cached": ..., "write_hits": ...,
  *              "writes_direct": ..., "writes_bypassed": ...,
  *              "written_back_bytes": ..., "writeback_rate": ...,
+ *              "writeback_inflight_bytes": ...,
  *              "writeback_errors": ..., "waits": ...,
  *              "readahead_bytes": ..., "readahead_hits": ...,
  *              "log": {"path": "/srv/log", "failed": false, "error": null,
@@ -277,6 +278,8 @@ add_cache(struct json_object *o, const struct raid_status *st)
 		       json_object_new_uint64(c->written_back_bytes));
 	ok = ok && add(v, "writeback_rate",
 		       json_object_new_uint64(c->writeback_bytes_per_s));
+	ok = ok && add(v, "writeback_inflight_bytes",
+		       json_object_new_uint64(c->writeback_inflight_bytes));
 	ok = ok && add(v, "writeback_errors",
 		       json_object_new_uint64(c->writeback_errors));
 	ok = ok && add(v, "waits", json_object_new_uint64(c->waits));

@@ -80,9 +80,10 @@ struct gdev {
 	unsigned held; /* writes (trims, zeros) waiting at a gate now */
 	bool rgate;    /* reads from rgate_from on wait, once copied */
 	uint64_t rgate_from;
-	unsigned rheld;	  /* reads waiting at rgate now */
-	unsigned read_us; /* every read sleeps this long: a device the
-			     reader waits for, as read-ahead wants */
+	unsigned rheld;	      /* reads waiting at rgate now */
+	unsigned read_us;     /* every read sleeps this long: a device the
+				 reader waits for, as read-ahead wants */
+	unsigned fail_writes; /* the next this many writes fail (EIO) */
 	unsigned writes, reads, flushes, zeros, trims;
 };
 
@@ -131,6 +132,13 @@ g_write(void *ctx, const void *buf, uint64_t count, uint64_t off,
 	struct gdev *d = ctx;
 
 	gdev_wait_gate(d, flags & RAID_FUA ? &d->fua_gate : &d->gate);
+	pthread_mutex_lock(&d->mu);
+	if (d->fail_writes) {
+		d->fail_writes--;
+		pthread_mutex_unlock(&d->mu);
+		return -EIO;
+	}
+	pthread_mutex_unlock(&d->mu);
 	memcpy(d->data + off, buf, count);
 	__atomic_fetch_add(&d->writes, 1, __ATOMIC_RELAXED);
 	return 0;
@@ -744,6 +752,67 @@ test_cache_full_writer_waits_not_fails(void **state)
 	assert_memory_equal(d.data, data, 16 * BLK);
 	assert_memory_equal(d.data + 32 * BLK, data + 32 * BLK, 4 * BLK);
 	gdev_free(&d);
+	free(data);
+}
+
+/* The cache's status once cond holds, polling for up to 10 s. */
+#define STATUS_WHEN(c, st, cond)                                               \
+	do {                                                                   \
+		for (unsigned w_ = 0; w_ < 10000; w_++) {                      \
+			cache_status((c), &(st));                              \
+			if (cond) {                                            \
+				break;                                         \
+			}                                                      \
+			usleep(1000);                                          \
+		}                                                              \
+	} while (0)
+
+/*
+ * The write-back thread queues its next batch behind the one the stripe
+ * writers are on, so that the members never wait for a batch to end:
+ * with the device holding every write, two batches (8 MiB each, 8 units
+ * of 1 MiB) are in flight, not one, and not three.  A write-back that
+ * fails in the first leaves its blocks dirty (written again later), the
+ * second completes, and the device ends up with every byte.
+ */
+static void
+test_cache_next_batch_queued_behind_the_last(void **state)
+{
+	const uint64_t unit = 1 << 20, n = 24;
+	struct raid_cache_status st;
+	struct gdev d;
+	struct cache *c;
+	uint8_t *data = malloc(n * unit);
+
+	(void)state;
+	gdev_init(&d, 32 * unit);
+	c = gcache(&d, unit, 32 * unit, false);
+	t_fill_random(data, n * unit);
+	for (uint64_t u = 0; u < n; u++) {
+		assert_int_equal(
+			cache_pwrite(c, data + u * unit, unit, u * unit, 0), 0);
+	}
+	gdev_set_gate(&d, true);
+	assert_int_equal(cache_start(c), 0);
+	gdev_wait_held(&d, 4); /* every stripe writer at the device */
+	STATUS_WHEN(c, st, st.writeback_inflight_bytes >= 16 * unit);
+	usleep(50000); /* a third batch would be claimed by now */
+	cache_status(c, &st);
+	assert_int_equal(st.writeback_inflight_bytes, 16 * unit);
+	assert_int_equal(st.dirty_bytes, n * unit);
+	assert_int_equal(d.writes, 0);
+
+	pthread_mutex_lock(&d.mu);
+	d.fail_writes = 1;
+	pthread_mutex_unlock(&d.mu);
+	gdev_set_gate(&d, false);
+	STATUS_WHEN(c, st, st.dirty_bytes == 0);
+	assert_int_equal(st.dirty_bytes, 0);
+	assert_int_equal(st.writeback_inflight_bytes, 0);
+	assert_true(st.writeback_errors >= 1);
+	assert_int_equal(st.written_back_bytes, n * unit);
+	assert_memory_equal(d.data, data, n * unit);
+	gcache_close(&d, c);
 	free(data);
 }
 
@@ -1630,6 +1699,8 @@ main(void)
 			t_setup),
 		cmocka_unit_test_setup(test_cache_full_writer_waits_not_fails,
 				       t_setup),
+		cmocka_unit_test_setup(
+			test_cache_next_batch_queued_behind_the_last, t_setup),
 		cmocka_unit_test_setup_teardown(
 			test_cache_raid5_full_stripes_read_nothing,
 			fixture_setup, fixture_teardown),
