@@ -291,6 +291,8 @@ run_pattern() {
 	ramp=$RAMP
 	# A deep queue on a 5 ms disk takes QD x 5 ms to fill: ramp at least 1 s.
 	[ "$QD" -ge 32 ] && [ "$medium" != tmpfs ] && ramp=$(awk -v r="$RAMP" 'BEGIN { print (r < 1 ? 1 : r) }')
+	# A study may ask for more (RAMP_MIN: study 8 on tmpfs, fresh servers).
+	[ -n "${RAMP_MIN:-}" ] && ramp=$(awk -v r="$ramp" -v m="$RAMP_MIN" 'BEGIN { print (r < m ? m : r) }')
 	read -r -a s0 < <(stats_sum "${ARRAY_STATS[@]}")
 	p0=$(proc_ticks "$SRVPID")
 	read -r h0 i0 _ < <(host_stat)

@@ -34,7 +34,7 @@ CHART_MEDIUM = {
 }
 # Facts that an older facts.txt may lack; any other missing fact reads "?".
 FACT_DEFAULTS = {"chunk": "512K", "disk_access": "5ms", "disk_mbps": "100",
-                 "cores": "2", "nbdkit_threads": "16"}
+                 "cores": "2", "nbdkit_threads": "16", "s8_tmpfs_ramp": "0.5"}
 # The facts listed under "Machine and method", as facts.txt names them.
 MACHINE = ["cores", "memory", "kernel", "load before", "nbdkit", "fio", "gnuplot",
            "libnbd", "tree", "plugin"]
@@ -533,7 +533,9 @@ plot {plots}
             "reversed on even ones).  Each server runs over an array made for it just before "
             "(`nbdraid create --assume-clean`) and is killed after its run: what a cache left "
             "dirty is not waited for.",
-            "Two kinds of rows.  *Timed* rows ({runtime} s after a {ramp} s ramp) measure what "
+            "Two kinds of rows.  *Timed* rows ({runtime} s after a {ramp} s ramp; on tmpfs after "
+            "{s8_tmpfs_ramp} s, as a fresh server there takes about 2 s to reach its pace: its "
+            "first requests' buffers are new memory, each first touch a page fault) measure what "
             "a client sees while the cache takes a burst whole; random writes there are "
             "answered from memory.  *Fixed amount* rows are timed from the start of fio's jobs to "
             "the end of their last FLUSH, so that nothing a cache defers is left out: {s8_write_size} of 1M "
