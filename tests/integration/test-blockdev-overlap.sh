@@ -121,7 +121,7 @@ echo "disk $disk (${disk}p1 ${disk}p2), a.img $la, b.img $lb1 $lb2 $lb3," \
 
 /usr/bin/python3 - "$here" "$dir" "$disk" "$la" "$lb1" "$lb2" "$lb3" \
     "${fs:-}" "${dm:+/dev/mapper/$dm}" <<'EOF'
-import hashlib, os, random, sys
+import hashlib, os, random, subprocess, sys
 sys.path.insert(0, sys.argv[1])
 from raidtest.common import MiB, check, plugin, run_main, seed
 from raidtest.model import pattern
@@ -143,15 +143,25 @@ def digest(path):
     return h.hexdigest()
 
 
-def refused(label, members, why, also=()):
+def refused(label, members, why, also=(), freeze=None):
     """nbdkit level=1 over members must exit non-zero with
     'member 1 (B): overlaps member 0 (A): why' (or why as a whole line
     when it starts with 'member'), and change no byte of any member or
-    backing file."""
+    backing file.  freeze: a mounted filesystem among them, frozen
+    meanwhile (fsfreeze), so that only nbdkit could change its device
+    (the filesystem itself writes when anyone syncs it, say a test
+    beside this one: a fresh clone's CI saw the device change once)."""
     files = list(members) + list(also)
-    before = {p: digest(p) for p in files}
-    rc, err = run_expect_failure(
-        ["level=1"] + ["member=%s" % m for m in members])
+    if freeze:
+        subprocess.run(["fsfreeze", "-f", freeze], check=True)
+    try:
+        before = {p: digest(p) for p in files}
+        rc, err = run_expect_failure(
+            ["level=1"] + ["member=%s" % m for m in members])
+        after = {p: digest(p) for p in files}
+    finally:
+        if freeze:
+            subprocess.run(["fsfreeze", "-u", freeze], check=True)
     check(rc != 0, "%s: nbdkit exited 0" % label)
     want = why if why.startswith("member ") else (
         "member 1 (%s): overlaps member 0 (%s): %s" % (
@@ -160,7 +170,7 @@ def refused(label, members, why, also=()):
     check(lines and "error" in lines[0],
             "%s: stderr lacks the error %r:\n%s" % (label, want, err))
     for p in files:
-        check(digest(p) == before[p], "%s: %s changed" % (label, p))
+        check(after[p] == before[p], "%s: %s changed" % (label, p))
     print("ok refused %-34s %s" % (label, lines[0].strip()), flush=True)
 
 
@@ -209,10 +219,12 @@ def main():
     refused("same loop device twice", [la, la],
             "member 1 (%s): same file as member 0 (%s)" % (la, la), [a])
     if fs:
+        mnt = os.path.join(folder, "mnt")
         refused("file and its filesystem's device", [fs, x_img],
-                "a file in the filesystem on it", [img["fs.img"]])
+                "a file in the filesystem on it", [img["fs.img"]], mnt)
         refused("file in a filesystem on a file", [img["fs.img"], x_img],
-                "a file in the filesystem on a loop device backed by it")
+                "a file in the filesystem on a loop device backed by it",
+                freeze=mnt)
     if dm:
         refused("dm device and its slave", [dm, la],
                 "member 0 is a device-mapper or md device on it", [a])
