@@ -2302,10 +2302,16 @@ writeback_round(struct cache *c, bool everything, uint8_t *buf, uint64_t *bytes)
  */
 struct wb_pipe {
 	uint8_t *buf[2];
-	unsigned cur;	   /* buf[cur] is free for the next batch */
 	bool pending;	   /* b is in flight */
-	struct wb_batch b; /* in buf[cur ^ 1] */
+	struct wb_batch b; /* in one of buf[] */
 };
+
+/* The buffer the batch in flight is not in. */
+static uint8_t *
+pipe_free_buf(const struct wb_pipe *p)
+{
+	return p->pending && p->b.buf == p->buf[0] ? p->buf[1] : p->buf[0];
+}
 
 /* Complete the batch in flight, if any. */
 static int
@@ -2324,7 +2330,7 @@ pipe_round(struct cache *c, bool everything, struct wb_pipe *p, uint64_t *bytes)
 	struct wb_batch b;
 	int r, r2 = 0;
 
-	batch_init(c, &b, p->buf[p->cur]);
+	batch_init(c, &b, pipe_free_buf(p));
 	if (claim_batch(c, everything, &b)) {
 		batch_submit(c, &b);
 	}
@@ -2332,7 +2338,6 @@ pipe_round(struct cache *c, bool everything, struct wb_pipe *p, uint64_t *bytes)
 	if (b.n && b.slot >= 0 && r == 0 && b.r == 0) {
 		p->b = b;
 		p->pending = true;
-		p->cur ^= 1;
 	} else if (b.n) {
 		r2 = batch_finish(c, &b, bytes);
 	}
@@ -2665,7 +2670,7 @@ wb_main(void *arg)
 	struct wb_worker *w = arg;
 	struct cache *c = w->c;
 	uint64_t next_ns = 0; /* paced: no write-back before then */
-	struct wb_pipe pipe = { .cur = 0 };
+	struct wb_pipe pipe = { .pending = false };
 
 	for (unsigned i = 0; i < 2; i++) {
 		pipe.buf[i] = buf_get(c);
@@ -2738,11 +2743,7 @@ wb_main(void *arg)
 			break;
 		}
 	}
-	{
-		uint64_t bytes = 0;
-
-		(void)pipe_settle(c, &pipe, &bytes);
-	}
+	(void)pipe_settle(c, &pipe, &(uint64_t){ 0 });
 	for (unsigned i = 0; i < 2; i++) {
 		if (pipe.buf[i]) {
 			buf_put(c, pipe.buf[i]);
