@@ -469,7 +469,8 @@ class Part:
             c, b = cfg(mode), cfg("filter")
             judged = []  # (ratio judged, pattern, the grid's if measured again)
             for p in pats:
-                r, a = self.ratio(c, p, b), ratio(self.where(c, p, fl.get("confirm")), b)
+                r = self.ratio(c, p, b)
+                a = fl.get("confirm") and ratio(self.where(c, p, fl["confirm"]), b)
                 if a or r:
                     judged.append((a or r, p, a and r))
             again += [(c, p, g, a) for a, p, g in judged if g]
