@@ -100,6 +100,13 @@ clog_open(const char *path, const uint8_t uuid[16], uint64_t array_size,
 	/* Every seq below the lease may have been used: continue past it. */
 	l->next_seq = h.seq_limit;
 	h.seq_limit += MAX(clog_seq_lease, 2);
+	if (h.seq_limit > CLOG_SEQ_MAX) {
+		r = clog_fail(why, wl, -EINVAL,
+			      "%s: seq_limit %llu: no sequence numbers left "
+			      "below 2^62 (a damaged or crafted header)",
+			      path, (unsigned long long)l->next_seq);
+		goto err;
+	}
 	h.array_size = array_size;
 	if ((r = clog_hdr_write(l, &h)) < 0) {
 		r = clog_fail(why, wl, r, "%s: write header: %s", path,
@@ -160,6 +167,11 @@ lease_extend(struct clog *l)
 	h.seq_limit = l->seq_limit + MAX(clog_seq_lease, 2);
 	if (l->next_seq + 2 <= l->seq_limit) {
 		h.seq_limit = 0; /* another did it */
+	} else if (h.seq_limit > CLOG_SEQ_MAX) {
+		/* 2^42 opens or records: never, but never a loop either. */
+		h.seq_limit = 0;
+		r = -EOVERFLOW;
+		l->error = l->error ? l->error : r;
 	}
 	pthread_mutex_unlock(&l->lock);
 	if (h.seq_limit) {
