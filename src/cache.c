@@ -2502,10 +2502,23 @@ drain(struct cache *c, uint64_t target, bool by_thread)
 	return r;
 }
 
+/*
+ * The newest number a dirty block carries now: RAM mode's count of writes,
+ * or cache=log's last lsn (its blocks carry their records' lsns).  A drain
+ * to it covers every write acknowledged before, none that comes after.
+ */
+static uint64_t
+dirty_mark(struct cache *c)
+{
+	uint64_t t = atomic_load(&c->seq);
+
+	return c->log ? MAX(t, atomic_load(&c->log_last)) : t;
+}
+
 int
 cache_flush(struct cache *c)
 {
-	uint64_t target = atomic_load(&c->seq);
+	uint64_t target = dirty_mark(c);
 	int r;
 
 	note_client(c);
@@ -2540,10 +2553,12 @@ cache_drain(struct cache *c, uint64_t target)
 	return drain(c, target, false);
 }
 
+/* What was dirty when it was asked, as FLUSH: writes that come meanwhile
+ * are not its business, so it ends under any load. */
 int
 cache_drain_all(struct cache *c)
 {
-	int r = drain(c, UINT64_MAX, true);
+	int r = drain(c, dirty_mark(c), true);
 
 	if (r == 0) {
 		r = c->be.flush(c->be.ctx);

@@ -113,8 +113,10 @@ int cache_extent(struct cache *c, uint64_t off, uint64_t len, uint32_t type,
 
 void cache_status(struct cache *c, struct raid_cache_status *st);
 
-/* Write back everything, flush the device, and (cache=log) retire the
- * log to empty: `nbdraid --control PATH cache flush`. */
+/* Write back everything dirty when it is called (as cache_flush: writes
+ * that come meanwhile wait for the next), flush the device, and
+ * (cache=log) retire what that put on it: `nbdraid --control PATH cache
+ * flush`. */
 int cache_drain_all(struct cache *c);
 
 /* Bytes dirty now (written back not yet, or being written). */
