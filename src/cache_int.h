@@ -343,6 +343,9 @@ struct cache {
 enum lm_state {
 	LM_ON,	    /* every write, zero and trim gets a record */
 	LM_FAILING, /* the log failed: draining; requests wait */
+	LM_BROKEN,  /* the log failed and the drain too: what it held is not
+		       yet on the flushed device; every write, zero, trim and
+		       FLUSH drains again first, and fails while that fails */
 	LM_OFF,	    /* write-through, the log empty (failed or asked) */
 };
 
