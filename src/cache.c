@@ -2831,34 +2831,28 @@ cache_stop(struct cache *c)
 
 /* ---- extents, status --------------------------------------------------- */
 
-int
-cache_extent(struct cache *c, uint64_t off, uint64_t len, uint32_t type,
-	     int (*add)(void *ctx, uint64_t off, uint64_t len, uint32_t type),
-	     void *ctx)
+bool
+cache_unwritten(struct cache *c, uint64_t off, uint64_t len, uint64_t *run)
 {
-	uint64_t end = off + len, u1 = (end - 1) / c->unit + 1;
-	int r = 0;
+	uint64_t end = off + len, u = off / c->unit, at;
+	uint64_t u1 = (end - 1) / c->unit + 1;
+	/* Acquire: a unit seen clean had its write-back on the device
+	 * before the bit cleared, so the device's answer after this has it. */
+	bool d = (atomic_load_explicit(&c->unclean[u / 64],
+				       memory_order_acquire) >>
+		  (u % 64)) &
+		 1;
 
-	if (!len || !(type & RAID_EXTENT_HOLE)) {
-		return add(ctx, off, len, type);
-	}
-	for (uint64_t u = off / c->unit;
-	     r == 0 && (u = abit_next(c->unclean, u, u1)) < u1; u++) {
-		uint64_t lo = MAX(off, u * c->unit);
-		uint64_t hi = MIN(end, (u + 1) * c->unit);
-
-		if (lo > off) {
-			r = add(ctx, off, lo - off, type);
+	if (!d) {
+		u = abit_next(c->unclean, u, u1);
+	} else {
+		while (u < u1 && abit_test(c->unclean, u)) {
+			u++;
 		}
-		if (r == 0) {
-			r = add(ctx, lo, hi - lo, 0);
-		}
-		off = hi;
 	}
-	if (r == 0 && off < end) {
-		r = add(ctx, off, end - off, type);
-	}
-	return r;
+	at = MIN(end, u * c->unit);
+	*run = MAX(at, off + 1) - off;
+	return d;
 }
 
 void

@@ -102,14 +102,16 @@ int cache_zero(struct cache *c, uint64_t count, uint64_t off, uint32_t flags);
 int cache_flush(struct cache *c);
 
 /*
- * The device said [off, off+len) is a hole: the parts of it the cache
- * holds unwritten data for are data.  Calls add() for [off, off+len) in
- * pieces, in order.
+ * Block status (NBD_CMD_BLOCK_STATUS) over the cache: from off (len > 0),
+ * *run bytes all in units holding data not yet on the device (true: data,
+ * whatever the device says), or all in units holding none (false: the
+ * device's answer stands, if it is asked after this call).  Asked before
+ * the device, so that one view answers: a unit holding nothing unwritten
+ * now has every acknowledged write on the device already; asked after, a
+ * write-back finishing in between made a hole of acknowledged data.
  */
-int cache_extent(struct cache *c, uint64_t off, uint64_t len, uint32_t type,
-		 int (*add)(void *ctx, uint64_t off, uint64_t len,
-			    uint32_t type),
-		 void *ctx);
+bool cache_unwritten(struct cache *c, uint64_t off, uint64_t len,
+		     uint64_t *run);
 
 void cache_status(struct cache *c, struct raid_cache_status *st);
 
