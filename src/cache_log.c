@@ -431,6 +431,11 @@ clog_replay(struct clog *l, int (*fn)(void *ctx, const struct clog_rec *r),
 		r = fn(ctx, &rec);
 		count++;
 	}
+	/* The records' buffer (up to CLOG_MAX_LEN) is not kept for the
+	 * log's life: the next scan or replay allocates it again. */
+	free(l->buf);
+	l->buf = NULL;
+	l->buf_len = 0;
 	return r < 0 ? r : count;
 }
 

@@ -514,7 +514,8 @@ clog_rec_read(struct clog *l, const struct clog_hdr *h, uint64_t pos,
 	uint64_t room = h->log_bytes - pos;
 	int r;
 
-	if ((r = pread_all(l->fd, l->buf, CLOG_BLOCK, pos)) < 0) {
+	if ((r = buf_reserve(l, CLOG_BLOCK)) < 0 ||
+	    (r = pread_all(l->fd, l->buf, CLOG_BLOCK, pos)) < 0) {
 		return r;
 	}
 	b = l->buf;

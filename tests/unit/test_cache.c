@@ -173,7 +173,7 @@ g_flush(void *ctx)
 {
 	struct gdev *d = ctx;
 
-	d->flushes++;
+	__atomic_fetch_add(&d->flushes, 1, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -618,7 +618,8 @@ test_cache_flush_waits_for_writeback_in_flight(void **state)
 	for (unsigned k = 0; k < 50; k++) {
 		usleep(1000);
 		pthread_mutex_lock(&d.mu);
-		assert_int_equal(d.flushes, 0);
+		assert_int_equal(__atomic_load_n(&d.flushes, __ATOMIC_RELAXED),
+				 0);
 		pthread_mutex_unlock(&d.mu);
 	}
 	gdev_set_gate(&d, false);
