@@ -62,6 +62,7 @@
 
 #include "cache.h"
 #include "cache_int.h"
+#include "io/fault.h"
 #include "io/io.h"
 #include "log.h"
 #include "util.h"
@@ -3043,12 +3044,9 @@ cache_open(const struct cache_backing *be, const struct cache_geometry *g,
 	uint64_t pages = cache_pages(g, s->size_bytes), words;
 
 	*out = NULL;
-	if (!pages) {
-		return -EINVAL;
-	}
-	c = calloc(1, sizeof(*c));
-	if (!c) {
-		return -ENOMEM;
+	if (!pages || !(c = calloc(1, sizeof(*c)))) {
+		fault_log_free(s->log_fault);
+		return pages ? -ENOMEM : -EINVAL;
 	}
 	c->be = *be;
 	c->size = g->size;
@@ -3075,6 +3073,7 @@ cache_open(const struct cache_backing *be, const struct cache_geometry *g,
 	c->unclean = calloc(words, sizeof(*c->unclean));
 	c->pool.free_pages = malloc(pages * sizeof(*c->pool.free_pages));
 	if (!c->bucket || !c->present || !c->unclean || !c->pool.free_pages) {
+		fault_log_free(s->log_fault);
 		cache_free(c);
 		return -ENOMEM;
 	}

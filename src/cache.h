@@ -33,6 +33,7 @@
 #define CACHE_UNIT_PLAIN (256ull << 10) /* RAID 0/1/10: the unit, at least */
 
 struct cache;
+struct fault;
 
 struct cache_backing {
 	void *ctx;
@@ -61,10 +62,11 @@ struct cache_settings {
 	uint64_t size_bytes;
 	uint64_t seq_cutoff; /* 0: never bypass */
 	unsigned hold_ms;
-	uint64_t readahead;   /* the largest read-ahead window; 0: none */
-	const char *log_path; /* cache=log */
-	uint8_t log_uuid[16]; /* the array the log is bound to */
-	bool log_force;	      /* format over another array's log */
+	uint64_t readahead;	 /* the largest read-ahead window; 0: none */
+	const char *log_path;	 /* cache=log */
+	uint8_t log_uuid[16];	 /* the array the log is bound to */
+	bool log_force;		 /* format over another array's log */
+	struct fault *log_fault; /* fault=log: rules (the cache takes them) */
 };
 
 /*

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "cache_log_int.h"
+#include "io/fault.h"
 #include "io/io.h"
 #include "util.h"
 
@@ -120,6 +121,12 @@ clog_open(const char *path, const uint8_t uuid[16], uint64_t array_size,
 err:
 	clog_free(l);
 	return r;
+}
+
+void
+clog_set_fault(struct clog *l, struct fault *f)
+{
+	l->fault = f;
 }
 
 void
@@ -242,6 +249,10 @@ rec_write(struct clog *l, const struct clog_ent *e, uint64_t offset,
 		iov[n++] = (struct iovec){ bounce, padded };
 	}
 	r = clog_fault_hook ? clog_fault_hook(l, false) : 0;
+	if (r == 0 && l->fault) {
+		r = fault_log_decide(l->fault, l->path, true, e->pos,
+				     clog_rec_size(e->type, len));
+	}
 	if (r == 0) {
 		r = clog_pwritev_all(l->fd, iov, n, e->pos);
 	}
@@ -339,6 +350,9 @@ clog_sync(struct clog *l, uint64_t lsn)
 			clog_sync_hook(l);
 		}
 		r = clog_fault_hook ? clog_fault_hook(l, true) : 0;
+		if (r == 0 && l->fault) {
+			r = fault_log_decide(l->fault, l->path, false, 0, 0);
+		}
 		if (r == 0) {
 			r = fdatasync(l->fd) < 0 ? -errno : 0;
 		}

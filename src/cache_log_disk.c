@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "cache_log_int.h"
+#include "io/fault.h"
 #include "util.h"
 
 /* Header fields (docs/cache.md); 112..127 reserved, zero. */
@@ -487,7 +488,15 @@ clog_hdr_write(struct clog *l, struct clog_hdr *h)
 	h->gen = l->hdr.gen + 1;
 	h->utime = time(NULL);
 	hdr_encode(h, b);
-	r = clog_pwritev_all(l->fd, &iov, 1, (h->gen % 2) * CLOG_BLOCK);
+	r = l->fault ? fault_log_decide(l->fault, l->path, true,
+					(h->gen % 2) * CLOG_BLOCK, CLOG_BLOCK)
+		     : 0;
+	if (r == 0) {
+		r = clog_pwritev_all(l->fd, &iov, 1, (h->gen % 2) * CLOG_BLOCK);
+	}
+	if (r == 0 && l->fault) {
+		r = fault_log_decide(l->fault, l->path, false, 0, 0);
+	}
 	if (r == 0 && fdatasync(l->fd) < 0) {
 		r = -errno;
 	}
@@ -613,6 +622,7 @@ clog_free(struct clog *l)
 	pthread_cond_destroy(&l->cond);
 	pthread_mutex_destroy(&l->lock);
 	pthread_mutex_destroy(&l->hdr_lock);
+	fault_log_free(l->fault);
 	free(l->ring);
 	free(l->buf);
 	free(l->path);

@@ -52,6 +52,7 @@ struct clog {
 	uint64_t found;	     /* ring[0, found): the records open found */
 	uint64_t array_size; /* constant after open, like log_uuid */
 	uint8_t log_uuid[16];
+	struct fault *fault; /* fault=log's rules, or NULL; set once */
 
 	/* Guards hdr and header writes: one at a time (retire, lease). */
 	pthread_mutex_t hdr_lock;

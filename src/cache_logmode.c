@@ -53,6 +53,7 @@
 
 #include "cache_int.h"
 #include "cache_log.h"
+#include "io/fault.h"
 #include "log.h"
 #include "util.h"
 
@@ -674,15 +675,17 @@ lm_open(struct cache *c, const struct cache_settings *s)
 	int r;
 
 	c->log_path = strdup(s->log_path);
-	if (!c->log_path) {
-		return -ENOMEM;
-	}
-	r = clog_open(s->log_path, s->log_uuid, c->size, true, s->log_force,
-		      &c->log, why, sizeof(why));
+	r = c->log_path ? clog_open(s->log_path, s->log_uuid, c->size, true,
+				    s->log_force, &c->log, why, sizeof(why))
+			: -ENOMEM;
 	if (r < 0) {
-		raid_error("cache-log: %s", why);
+		fault_log_free(s->log_fault);
+		if (c->log_path) {
+			raid_error("cache-log: %s", why);
+		}
 		return r;
 	}
+	clog_set_fault(c->log, s->log_fault);
 	r = replay(c);
 	if (r < 0) {
 		clog_close(c->log);
