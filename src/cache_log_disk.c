@@ -485,6 +485,9 @@ clog_hdr_write(struct clog *l, struct clog_hdr *h)
 	struct iovec iov = { b, CLOG_BLOCK };
 	int r;
 
+	if (l->hdr.gen >= CLOG_GEN_MAX) {
+		return -EOVERFLOW; /* never written: unreadable past it */
+	}
 	h->gen = l->hdr.gen + 1;
 	h->utime = time(NULL);
 	hdr_encode(h, b);
