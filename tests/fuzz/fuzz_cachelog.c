@@ -25,20 +25,24 @@
  *               again, it replays the same records and then the new one,
  *               byte for byte; a retire of everything leaves none.
  *
- * Run (until tests/fuzz/run.sh builds every fuzz_*.c): from the source
- * tree, with clang and its libFuzzer runtime,
+ * Run (until tests/fuzz/run.sh builds every fuzz_*.c), from the source
+ * tree, with clang and its libFuzzer runtime: the core compiled with the
+ * sanitizers, coverage counted in the log's code only:
  *
- *   clang -fsanitize=fuzzer,address,undefined -g -O1 -D_GNU_SOURCE \
- *     -Iinclude -Isrc tests/fuzz/fuzz_cachelog.c src/cache_log.c \
- *     src/cache_log_disk.c src/io/fault.c src/log.c src/tls.c \
- *     src/io/batch.c src/io/psync.c src/io/uring.c src/io/bounce.c \
- *     src/member.c -lisal -lblkid -luring -o /tmp/fuzz_cachelog
- *   /tmp/fuzz_cachelog -max_len=65536 -timeout=10 CORPUS_COPY \
- *     tests/fuzz/corpus/cachelog
+ *   san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
+ *   for f in $(find src -name '*.c' -not -path 'src/cli*'); do
+ *     case $f in *cache_log*) cov=-fsanitize=fuzzer-no-link;; *) cov=;; esac
+ *     clang $san $cov -g -O1 -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc \
+ *       -Isrc/layout -c $f -o /tmp/fz/$(echo $f | tr / _).o
+ *   done
+ *   clang -fsanitize=fuzzer $san -g -Iinclude -Isrc \
+ *     tests/fuzz/fuzz_cachelog.c $(find /tmp/fz -name '*.o') -lisal \
+ *     -lblkid -luring -ljson-c -lpthread -o /tmp/fz/fuzz_cachelog
+ *   cp -r tests/fuzz/corpus/cachelog /tmp/fz/corpus
+ *   /tmp/fz/fuzz_cachelog -max_len=65536 -timeout=10 -max_total_time=600 \
+ *     /tmp/fz/corpus
  *
- * (the exact list of sources the target needs: see the report of issue
- * 25; tests/fuzz/corpus/cachelog/ holds its seeds, made by
- * make-cachelog-corpus.py).
+ * Seeds: tests/fuzz/corpus/cachelog/ (make-cachelog-corpus.py).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -80,12 +84,6 @@ static uint32_t
 le32(const uint8_t *p)
 {
 	return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t
-le64(const uint8_t *p)
-{
-	return le32(p) | (uint64_t)le32(p + 4) << 32;
 }
 
 static void
