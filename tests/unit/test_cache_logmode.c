@@ -48,7 +48,8 @@ struct vdev {
 	uint8_t *data;	 /* what reads see */
 	uint8_t *stable; /* what survives a crash: data at the last flush */
 	uint64_t size;
-	/* Writes hold it shared, a flush (the copy) exclusive. */
+	/* A request's data moves under it, as a flush's copy (a disk: a read
+	 * beside a write of the same bytes gets old or new, not a race). */
 	pthread_rwlock_t lock;
 	atomic_uint writes, flushes, zeros, trims;
 	atomic_int flush_error; /* flushes fail with it while set */
@@ -88,7 +89,7 @@ v_read(void *ctx, void *buf, uint64_t count, uint64_t off)
 {
 	struct vdev *d = ctx;
 
-	pthread_rwlock_rdlock(&d->lock);
+	pthread_rwlock_wrlock(&d->lock);
 	memcpy(buf, d->data + off, count);
 	pthread_rwlock_unlock(&d->lock);
 	return 0;
@@ -107,7 +108,7 @@ v_write(void *ctx, const void *buf, uint64_t count, uint64_t off,
 	if (d->delay_us) {
 		usleep(d->delay_us);
 	}
-	pthread_rwlock_rdlock(&d->lock);
+	pthread_rwlock_wrlock(&d->lock);
 	memcpy(d->data + off, buf, count);
 	if (flags & RAID_FUA) {
 		memcpy(d->stable + off, buf, count);
@@ -122,7 +123,7 @@ v_zero(void *ctx, uint64_t count, uint64_t off, uint32_t flags)
 {
 	struct vdev *d = ctx;
 
-	pthread_rwlock_rdlock(&d->lock);
+	pthread_rwlock_wrlock(&d->lock);
 	memset(d->data + off, 0, count);
 	if (flags & RAID_FUA) {
 		memset(d->stable + off, 0, count);
