@@ -750,6 +750,65 @@ test_metadata_dirty_degraded(void **state)
 }
 
 /*
+ * A dirty RAID 5 with a member being rebuilt is degraded too, as md counts
+ * it (raid5_run: a device not In_sync, recovery_offset or not): the
+ * recovery would rebuild it from parity that may not match the data, so
+ * it does not start without force=true, naming the role, and nothing is
+ * written; force=true starts it, marked clean (mdadm --assemble --force).
+ * A dirty mirror with a member being rebuilt starts: any copy will do.
+ */
+static void
+dirty_rebuilding(struct md_array *x, const char *name)
+{
+	md_members(x, name);
+	for (unsigned d = 0; d < x->n; d++) {
+		sb_edit(x, d, make_active);
+	}
+	sb_edit(x, 1, recovering_unaligned);
+}
+
+static void
+test_metadata_dirty_rebuilding(void **state)
+{
+	static struct md_array x;
+	static uint8_t *before[MD_DATA_MAX_MEMBERS];
+	struct raid_status st;
+
+	(void)state;
+	dirty_rebuilding(&x, "raid5-ls-x4");
+	for (unsigned d = 0; d < x.n; d++) {
+		before[d] = malloc(x.c.member_bytes);
+		assert_non_null(before[d]);
+		memcpy(before[d], x.mm[d]->data, x.c.member_bytes);
+	}
+	expect_refused(&x, "cannot start dirty degraded array");
+	assert_non_null(strstr(t_errors, "role 1 being rebuilt"));
+	for (unsigned d = 0; d < x.n; d++) {
+		assert_memory_equal(x.mm[d]->data, before[d], x.c.member_bytes);
+		free(before[d]);
+	}
+	md_close(&x);
+	/* force=true: it starts, marked clean, the member still rebuilding. */
+	dirty_rebuilding(&x, "raid5-ls-x4");
+	x.cfg.force = true;
+	assert_int_equal(md_assemble(&x), 0);
+	assert_non_null(strstr(t_errors,
+			       "force=true: starting a dirty "
+			       "degraded array (role 1 being rebuilt)"));
+	assert_int_equal(x.a->meta->resync_cp, MD_RESYNC_DONE);
+	assert_int_equal(raid_status(x.a, &st), 0);
+	assert_int_equal(st.state, RAID_ARRAY_REBUILDING);
+	assert_int_equal(st.members[1].state, RAID_MEMBER_REBUILDING);
+	md_close(&x);
+	/* A mirror: no parity, no refusal. */
+	dirty_rebuilding(&x, "raid10-n2-x4-v1.1");
+	assert_int_equal(md_assemble(&x), 0);
+	assert_int_equal(raid_status(x.a, &st), 0);
+	assert_int_equal(st.state, RAID_ARRAY_REBUILDING);
+	md_close(&x);
+}
+
+/*
  * A member failed on a clean array, with no write after: its own
  * superblock, never written again, ends more than one event behind the
  * others (md's two updates: the failure, then the member leaving the
@@ -953,6 +1012,7 @@ main(void)
 		cmocka_unit_test_setup(test_metadata_resync_from_checkpoint,
 				       t_setup),
 		cmocka_unit_test_setup(test_metadata_dirty_degraded, t_setup),
+		cmocka_unit_test_setup(test_metadata_dirty_rebuilding, t_setup),
 		cmocka_unit_test_setup(test_metadata_bitmap_marked_stale,
 				       t_setup),
 		cmocka_unit_test_setup(test_metadata_refusals, t_setup),
