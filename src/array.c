@@ -1227,6 +1227,7 @@ array_create(const struct raid_config *cfg, struct raid_member *members,
 	for (unsigned i = 0; i < nr; i++) {
 		atomic_init(&members[i].next_read, UINT64_MAX);
 	}
+	atomic_init(&a->resync_next, UINT64_MAX);
 	r = array_geometry(a, cfg, data_offsets);
 	if (r < 0) {
 		array_free(a);
@@ -1394,6 +1395,14 @@ open_md(const struct raid_config *cfg, struct raid_member *m, unsigned *nr,
 		(*out)->meta = meta;
 		r = start_degraded(*out, cfg, meta->missing, meta->unrecorded,
 				   meta->rebuilding);
+	}
+	if (r == 0 && meta->resync_cp != MD_RESYNC_DONE) {
+		/* RAID 1 and 10: array sectors, as md (RAID 5 reads one place)
+		 */
+		atomic_store(
+			&(*out)->resync_next,
+			MIN(meta->resync_cp, UINT64_MAX / RAID_SECTOR_BYTES) *
+				RAID_SECTOR_BYTES);
 	}
 	if (r == 0 && !(*out)->layout->enough(&(*out)->g, array_lost(*out))) {
 		raid_error(

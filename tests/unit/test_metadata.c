@@ -939,6 +939,97 @@ test_metadata_resync_from_checkpoint(void **state)
 	md_close(&x);
 }
 
+/* Fill copy k of the 4 KiB at array offset off with byte v, directly. */
+static void
+plant_copy(struct raid_array *a, uint64_t off, unsigned k, uint8_t v,
+	   unsigned *member)
+{
+	struct raid_loc locs[RAID_MAX_COPIES];
+	uint64_t chunk = off >> a->g.chunk_shift;
+
+	assert_true(a->layout->map(&a->g, chunk, locs) > k);
+	memset(mem_of(&a->members[locs[k].member])->data +
+		       geom_member_offset(&a->g, &locs[k],
+					  off & (a->chunk_bytes - 1)),
+	       v, 4096);
+	*member = locs[k].member;
+}
+
+/*
+ * Reads of a mirror owed a resync, as md's read_balance (choose_first):
+ * a block whose two copies differ (the array found dirty) reads the first
+ * copy every time, though the other copy's member is idle and the first's
+ * busy, until the resync makes the second equal to it; the resync keeps
+ * that value.  Below the resync's frontier (resync_offset) reads balance.
+ */
+static void
+test_metadata_resync_reads_first_copy(void **state)
+{
+	static const char *const cases[] = { "raid1-x2-v1.0",
+					     "raid10-n2-x4-v1.1" };
+	static struct md_array x;
+	uint8_t want[4096], buf[4096];
+	unsigned first, second, reads;
+
+	(void)state;
+	memset(want, 0x5a, sizeof(want));
+	for (unsigned c = 0; c < 2; c++) {
+		struct raid_array *a;
+		uint64_t off;
+
+		md_members(&x, cases[c]);
+		for (unsigned d = 0; d < x.n; d++) {
+			sb_edit(&x, d, make_active);
+		}
+		assert_int_equal(md_assemble(&x), 0);
+		a = x.a;
+		off = 3 * a->chunk_bytes + 8192;
+		plant_copy(a, off, 0, 0x5a, &first);
+		plant_copy(a, off, 1, 0xa5, &second);
+		/* The first copy's member busy, the second's idle. */
+		atomic_store(&a->members[first].inflight, 1);
+		for (unsigned i = 0; i < 100; i++) {
+			assert_int_equal(
+				raid_pread(a, buf, sizeof(buf), off, 0), 0);
+			assert_memory_equal(buf, want, sizeof(buf));
+		}
+		atomic_store(&a->members[first].inflight, 0);
+		/* The resync keeps the value the reads gave. */
+		assert_int_equal(sync_run_due(a), 0);
+		assert_non_null(strstr(t_errors, "resync finished"));
+		atomic_store(&a->members[first].inflight, 1);
+		reads = mem_of(&a->members[second])->count[IO_READ];
+		for (unsigned i = 0; i < 20; i++) {
+			assert_int_equal(
+				raid_pread(a, buf, sizeof(buf), off, 0), 0);
+			assert_memory_equal(buf, want, sizeof(buf));
+		}
+		/* Owed nothing now: they balance to the idle copy. */
+		assert_int_equal(mem_of(&a->members[second])->count[IO_READ],
+				 reads + 20);
+		atomic_store(&a->members[first].inflight, 0);
+		md_close(&x);
+		/* Below the resync's frontier, reads balance. */
+		md_members(&x, cases[c]);
+		resync_at = 8 * x.c.member_bytes / 16 / RAID_SECTOR_BYTES;
+		for (unsigned d = 0; d < x.n; d++) {
+			sb_edit(&x, d, resync_from);
+		}
+		assert_int_equal(md_assemble(&x), 0);
+		a = x.a;
+		off = 3 * a->chunk_bytes + 8192;
+		assert_true(off + 4096 < resync_at * RAID_SECTOR_BYTES);
+		plant_copy(a, off, 0, 0x5a, &first);
+		atomic_store(&a->members[first].inflight, 1);
+		reads = mem_of(&a->members[second])->count[IO_READ];
+		assert_int_equal(raid_pread(a, buf, sizeof(buf), off, 0), 0);
+		assert_int_equal(mem_of(&a->members[second])->count[IO_READ],
+				 reads + 1);
+		atomic_store(&a->members[first].inflight, 0);
+		md_close(&x);
+	}
+}
+
 /* force=true takes a stale member back, as mdadm --assemble --force. */
 static void
 test_metadata_force_takes_stale_back(void **state)
@@ -1013,6 +1104,8 @@ main(void)
 				       t_setup),
 		cmocka_unit_test_setup(test_metadata_dirty_degraded, t_setup),
 		cmocka_unit_test_setup(test_metadata_dirty_rebuilding, t_setup),
+		cmocka_unit_test_setup(test_metadata_resync_reads_first_copy,
+				       t_setup),
 		cmocka_unit_test_setup(test_metadata_bitmap_marked_stale,
 				       t_setup),
 		cmocka_unit_test_setup(test_metadata_refusals, t_setup),
