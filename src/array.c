@@ -121,6 +121,7 @@ read_once(struct raid_array *a, struct req_mode mode, void *buf, uint64_t count,
 	if (!b) {
 		return -ENOMEM;
 	}
+	batch_pin(b, a->members, a->nr_members);
 	r = array_pieces(a, b, IO_READ, 0, mode, buf, count, off,
 			 a->chunk_bytes);
 	if (r == 0) {
@@ -171,6 +172,7 @@ rewrite_member(struct raid_array *a, const void *buf, uint64_t count,
 	if (!b) {
 		return -ENOMEM;
 	}
+	batch_pin(b, a->members, a->nr_members);
 	r = array_pieces(a, b, IO_WRITE, 0, mode, (void *)buf, count, off,
 			 a->write_piece_bytes);
 	if (r == 0) {
@@ -323,6 +325,7 @@ write_pieces(struct raid_array *a, int op, uint32_t flags, const void *buf,
 		if (!b) {
 			return -ENOMEM;
 		}
+		batch_pin(b, a->members, a->nr_members);
 		r = array_pieces(a, b, op, flags | defer, mode, (void *)buf,
 				 count, off, a->write_piece_bytes);
 		if (r == 0) {
@@ -1615,7 +1618,8 @@ raid_get_info(const struct raid_array *a, struct raid_info *info)
 	info->preferred_block = MAX(info->preferred_block, NBD_MIN_PREFERRED);
 	info->max_block = NBD_MAX_BLOCK;
 	info->read_only = a->read_only;
-	info->data_offset = a->g.data_offset[0];
+	info->data_offset = __atomic_load_n(&a->g.data_offset[0],
+					    __ATOMIC_RELAXED); /* spare.c */
 	info->member_bytes = a->member_bytes;
 	a->layout->layout_name(&a->g, info->layout, sizeof(info->layout));
 }

@@ -1147,6 +1147,11 @@ run_pass(struct raid_array *a, enum raid_sync_kind kind, int role)
 	if (workers_init(&p) < 0) {
 		return -ENOMEM;
 	}
+	for (unsigned i = 0; i < p.workers; i++) {
+		/* A slot a spare takes during the pass is not this pass's: its
+		 * I/O there fails (-ENODEV) and the pass stops (batch_pin). */
+		batch_pin(&p.w[i].b, a->members, a->nr_members);
+	}
 	pthread_mutex_lock(&p.s->lock);
 	per = MAX(1, p.s->window / p.unit_bytes);
 	pthread_mutex_unlock(&p.s->lock);
