@@ -156,8 +156,11 @@ set_broken(struct raid_array *a, unsigned role, const char *why)
 static void
 unrecordable(struct raid_array *a, unsigned role)
 {
+	raid_error(
+		"member %u (%s): its failure could not be recorded in the superblocks: writes are refused",
+		role, a->members[role].path);
 	if (atomic_exchange(&a->broken, true)) {
-		return;
+		return; /* failed already, and said why */
 	}
 	snprintf(
 		a->reason, sizeof(a->reason),
