@@ -34,6 +34,12 @@ when it came back in sync: nothing acknowledged may have skipped it).
     in a RAID 1 x3 whose member 2 is rebuilt, at member 1's write of the
     first (member 0 has it, the spare not); the restart resumes the
     rebuild, which must end with every copy exact.
+ 5. superblock write errors, RAID 1 x2 and RAID 5 x3 behind cache=ram:
+    member 1 fails every write from the start; four connections write
+    (some with FUA) and flush at once, so that several write-backs mark
+    the array active together: no request may fail (one answered EIO in
+    about half the runs: a mark retried after another thread's kept the
+    failed try's error), the member ends faulty, every byte reads back.
 $NBDRAID_SEED replays a run; $NBDRAID_ONLY (a regex) selects cases.
 """
 
@@ -47,7 +53,8 @@ import nbd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from raidtest.common import (  # noqa: E402
-    KiB, MiB, TempDir, check, fail, make_members, run_main, seed, selected)
+    KiB, MiB, TempDir, check, fail, make_members, run_main, run_threads,
+    seed, selected)
 from raidtest.mdarray import (  # noqa: E402
     MD_ROLE_FAULTY, Control, cli, create, examine)
 from raidtest.server import Server, stop_clean  # noqa: E402
@@ -306,12 +313,55 @@ def run_case(c, rng):
             "acknowledged" if acked is True else "held"), flush=True)
 
 
+def sb_write_errors(level, n, rng):
+    """Part 5: a member failing every write, writers behind cache=ram."""
+    label = "superblock write errors raid%d x%d" % (level, n)
+    with TempDir() as d:
+        paths = make_members(d, [MEMBER] * n)
+        create(paths, level)
+        ctl = os.path.join(d, "ctl")
+        params = ["level=%d" % level, "cache=ram", "control=%s" % ctl,
+                  "fault=1:ops=write"] + ["member=%s" % p for p in paths]
+        with Server(params) as srv:
+            size = srv.connect().get_size()
+            model = bytearray(size)
+            region = size // 4 // (64 * KiB) * (64 * KiB)
+            hs = [srv.connect() for _ in range(4)]
+            seeds = [rng.randrange(1 << 30) for _ in hs]
+
+            def writer(i, h, s):
+                r = random.Random(s)
+                for k in range(60):
+                    n = r.randint(1, 16) * 4 * KiB
+                    off = i * region + r.randrange(0, region - n, 4 * KiB)
+                    data = r.randbytes(n)
+                    flags = nbd.CMD_FLAG_FUA if k % 5 == 0 else 0
+                    h.pwrite(data, off, flags=flags)
+                    model[off:off + n] = data
+                    if k % 20 == 19:
+                        h.flush()
+            run_threads(writer, [(h, s) for h, s in zip(hs, seeds)])
+            hs[0].flush()
+            st = Control(ctl).status()
+            check(st["members"][1]["state"] == "faulty",
+                  "%s: member 1 is %s" % (label, st["members"][1]))
+            got = hs[0].pread(size, 0)
+            x = None if got == model else first_bad(got, model, 0, 0, True)
+            check(x is None, "%s: byte %d reads 0x%02x, acknowledged 0x%02x"
+                  % (label, x or 0, got[x or 0], model[x or 0]))
+            stop_clean(srv, label)
+    print("%s: ok" % label, flush=True)
+
+
 def main():
     rng = random.Random(seed("test-fault-points"))
     cli()
     for c in cases():
         if selected(c.label):
             run_case(c, rng)
+    for level, n in ((1, 2), (5, 3)):
+        if selected("superblock write errors raid%d x%d" % (level, n)):
+            sb_write_errors(level, n, rng)
 
 
 run_main(main)
