@@ -203,6 +203,15 @@ int array_fail_seen(struct raid_array *a, unsigned role, unsigned gen,
 int failures_recorded(struct raid_array *a);
 /* Remove a faulty member from its role (raid_remove_member); fail_lock. */
 int remove_locked(struct raid_array *a, unsigned role);
+/*
+ * After meta_commit's r and *bad (meta->lock let go, fail_lock held):
+ * fail each member whose superblock write failed, the update then being
+ * on every member left (their failure's record wrote it again).  0 when
+ * every one of them could be failed (a superblock write error fails the
+ * member, not what wrote it), -EIO when one holds the last copy of some
+ * data; r as it was when nothing failed on a member (ENOMEM).
+ */
+int fail_unwritten(struct raid_array *a, int r, uint64_t bad);
 /* Fail role (array_fail's work); fail_lock held. */
 int fail_locked(struct raid_array *a, unsigned role, const char *why,
 		enum fail_cause cause);

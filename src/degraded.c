@@ -123,14 +123,20 @@ record(struct raid_array *a, unsigned role, uint16_t value)
 		return r;
 	}
 	/* Those that could not take it fail too: what is left records it. */
-	for (unsigned i = 0; i < a->nr_members && r < 0; i++) {
+	return fail_unwritten(a, r, bad);
+}
+
+int
+fail_unwritten(struct raid_array *a, int r, uint64_t bad)
+{
+	for (unsigned i = 0; i < a->nr_members && r < 0 && bad; i++) {
 		if (((bad >> i) & 1) &&
 		    fail_locked(a, i, "superblock write error", FAIL_WRITE) <
 			    0) {
 			return -EIO;
 		}
 	}
-	return 0;
+	return bad ? 0 : r;
 }
 
 /* No more writes: their copies or parity could not be kept consistent. */

@@ -40,6 +40,10 @@ when it came back in sync: nothing acknowledged may have skipped it).
     the array active together: no request may fail (one answered EIO in
     about half the runs: a mark retried after another thread's kept the
     failed try's error), the member ends faulty, every byte reads back.
+    And a recovery whose checkpoint a survivor fails to write (RAID 1 x3
+    + spare, member 2 rebuilt, member 0's superblock writes failing from
+    the first checkpoint on): member 0 is failed, the rebuild goes on from
+    member 1 and ends (it stopped there, for good).
 $NBDRAID_SEED replays a run; $NBDRAID_ONLY (a regex) selects cases.
 """
 
@@ -353,6 +357,42 @@ def sb_write_errors(level, n, rng):
     print("%s: ok" % label, flush=True)
 
 
+def checkpoint_write_error(rng):
+    """Part 5: a survivor fails the recovery checkpoint's write."""
+    label = "superblock write errors at a checkpoint raid1 x3"
+    with TempDir() as d:
+        paths = make_members(d, [MEMBER] * 3)
+        create(paths, 1)
+        size = examine(paths[0])["array_bytes"]
+        data_off = examine(paths[0])["data_offset_sectors"] * 512
+        spare = os.path.join(d, "spare.img")
+        with open(spare, "wb") as f:
+            f.truncate(MEMBER)
+        ctl = os.path.join(d, "ctl")
+        base = ["level=1", "control=%s" % ctl, "spare=%s" % spare] + [
+            "member=%s" % p for p in paths]
+        with Server(base) as srv:
+            model = fill_model(srv, size, rng)
+            stop_clean(srv, label)
+        # Member 0's 6th superblock write on: the spare kept (1), the
+        # failure (2, 3), the removal (4), the takeover (5), checkpoint 1.
+        rule = "fault=0:ops=write,range=%d+%d,after=%d" % (SB, SB, 5 * SB)
+        with Server(base + [rule]) as srv:
+            c = Control(ctl)
+            c.run("fail", "2")  # (it names the spare that took the role)
+            st = c.wait_member(2, "in_sync", timeout=60)
+            check(st["members"][2]["path"] == spare and
+                  st["members"][0]["state"] == "faulty",
+                  "%s: %s" % (label, st))
+            got = srv.connect().pread(size, 0)
+            check(got == model, "%s: the array does not read back" % label)
+            stop_clean(srv, label)
+        for p in (paths[1], spare):
+            check(read_file(p, data_off, size) == model,
+                  "%s: %s does not hold the array" % (label, p))
+    print("%s: ok" % label, flush=True)
+
+
 def main():
     rng = random.Random(seed("test-fault-points"))
     cli()
@@ -362,6 +402,8 @@ def main():
     for level, n in ((1, 2), (5, 3)):
         if selected("superblock write errors raid%d x%d" % (level, n)):
             sb_write_errors(level, n, rng)
+    if selected("superblock write errors at a checkpoint raid1 x3"):
+        checkpoint_write_error(rng)
 
 
 run_main(main)
