@@ -24,7 +24,8 @@ when it came back in sync: nothing acknowledged may have skipped it).
 
  1. failure, RAID 1 x3: member 0's data writes fail (fault= trigger);
     the write that finds out records it: held at each survivor's write of
-    each of the two updates (4 points; events +1 each).
+    each of the two updates (4 points; events +1 each).  Once more behind
+    cache=ram, the gap a write and a FLUSH (its write-back in the gap).
  2. failure, RAID 5 x3, clean: `nbdraid fail 0`: the same 4 points (a
     crash while dirty and degraded would need force=, as md's).
  3. spare takeover, RAID 1 x2 + spare: `fail 0`, the member removed and
@@ -72,8 +73,9 @@ W1 = 64 * KiB           # the write that finds the member failing
 
 class Case:
     def __init__(self, label, level, n, how, holder, nth, spare=False,
-                 rebuild_points=False, victim=0):
+                 rebuild_points=False, victim=0, cache=False):
         self.label = label
+        self.cache = cache      # cache=ram: the gap is a write and a FLUSH
         self.victim = victim    # the member that fails
         self.level = level
         self.n = n              # members, the spare not counted
@@ -90,6 +92,10 @@ def cases():
         for h in (1, 2):
             out.append(Case("failure raid1 x3: member %d's %s" % (h, what),
                             1, 3, "write", h, nth))
+    # Behind cache=ram: the gap's write reaches the members by write-back
+    # (W1 goes through with FUA).
+    out.append(Case("failure raid1 x3, cache=ram: member 1's update 1",
+                    1, 3, "write", 1, 2, cache=True))
     for nth, what in ((1, "update 1"), (2, "update 2")):
         for h in (1, 2):
             out.append(Case("failure raid5 x3: member %d's %s" % (h, what),
@@ -146,23 +152,33 @@ def fill_model(srv, size, rng):
     return model
 
 
-def gap_write(srv, model, off, rng):
-    """A write on a connection of its own while the record is held: in the
+def answered(srv, h, cookie, deadline, what):
+    """Has the request answered (success) by the deadline?"""
+    while time.monotonic() < deadline:
+        h.poll(10)
+        try:
+            if h.aio_command_completed(cookie):
+                return True
+        except nbd.Error as e:
+            lost(srv, what, e)
+    return False
+
+
+def gap_write(srv, model, off, rng, flush):
+    """A write on a connection of its own while the record is held (and,
+    behind a cache, a FLUSH after it: only that makes it durable): in the
     model if acknowledged within GAP_WAIT (returns True); else its bytes
     may be there or not (returns them)."""
     h = srv.connect()
     data = rng.randbytes(64 * KiB)
-    cookie = h.aio_pwrite(nbd.Buffer.from_bytearray(bytearray(data)), off)
     deadline = time.monotonic() + GAP_WAIT
-    while time.monotonic() < deadline:
-        h.poll(10)
-        try:
-            done = h.aio_command_completed(cookie)
-        except nbd.Error as e:
-            lost(srv, "the gap write", e)
-        if done:
-            model[off:off + len(data)] = data
-            return True
+    cookie = h.aio_pwrite(nbd.Buffer.from_bytearray(bytearray(data)), off)
+    done = answered(srv, h, cookie, deadline, "the gap write")
+    if done and flush:
+        done = answered(srv, h, h.aio_flush(), deadline, "the gap flush")
+    if done:
+        model[off:off + len(data)] = data
+        return True
     return data
 
 
@@ -170,14 +186,15 @@ def first_bad(got, model, at, gap_off, gap):
     """The first byte of got (array bytes from `at`) that is not the
     model's, nor (in the gap write's range, not acknowledged) its bytes:
     its array offset, or None."""
-    for k in range(len(got)):
-        x = at + k
-        if got[k] == model[x]:
-            continue
-        if gap is not True and gap_off <= x < gap_off + len(gap) and \
-                got[k] == gap[x - gap_off]:
-            continue
-        return x
+    end = at + len(got)
+    lo, hi = gap_off, gap_off + (0 if gap is True else len(gap))
+    lo, hi = max(at, min(lo, end)), max(at, min(hi, end))
+    for a, b in ((at, lo), (hi, end)):     # outside the gap: exact
+        if got[a - at:b - at] != model[a:b]:
+            return next(x for x in range(a, b) if got[x - at] != model[x])
+    for x in range(lo, hi):                # inside: old or new bytes
+        if got[x - at] != model[x] and got[x - at] != gap[x - gap_off]:
+            return x
     return None
 
 
@@ -225,6 +242,8 @@ def run_case(c, rng):
         ctl = os.path.join(d, "ctl")
         base = ["level=%d" % c.level] + ["member=%s" % p for p in paths] + [
             "control=%s" % ctl]
+        if c.cache:
+            base.append("cache=ram")
         if c.spare:
             with open(spare, "wb") as f:
                 f.truncate(MEMBER)
@@ -253,14 +272,15 @@ def run_case(c, rng):
                 open(trig, "w").close()
                 # W1 rewrites what the model holds: acknowledged or not,
                 # its bytes are the model's.
-                h.aio_pwrite(nbd.Buffer.from_bytearray(model[0:W1]), 0)
+                h.aio_pwrite(nbd.Buffer.from_bytearray(model[0:W1]), 0,
+                             flags=nbd.CMD_FLAG_FUA if c.cache else 0)
             else:
                 failer = subprocess.Popen(
                     [cli(), "--control", ctl, "fail", str(c.victim)],
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             wait_file(at, srv, "member %d's superblock write %d" % (
                 c.holder, c.nth))
-            acked = gap_write(srv, model, gap_off, rng)
+            acked = gap_write(srv, model, gap_off, rng, c.cache)
             srv.kill9()
             if failer:
                 failer.kill()
