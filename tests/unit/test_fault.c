@@ -1059,8 +1059,8 @@ main(void)
 						fixture_setup, fault_teardown),
 		cmocka_unit_test_setup_teardown(test_fault_trigger_file,
 						fixture_setup, fault_teardown),
-		cmocka_unit_test_setup_teardown(
-			test_fault_touch_file, fixture_setup, fixture_teardown),
+		cmocka_unit_test_setup_teardown(test_fault_touch_file,
+						fixture_setup, fault_teardown),
 		cmocka_unit_test_setup_teardown(test_fault_count_hits,
 						fixture_setup, fault_teardown),
 		cmocka_unit_test_setup_teardown(test_fault_latency_lower_bound,
