@@ -635,7 +635,10 @@ flush_members(struct raid_array *a, uint64_t which)
 int
 array_flush(struct raid_array *a)
 {
-	return flush_members(a, ~0ull);
+	int r = flush_members(a, ~0ull);
+
+	/* A member skipped as failed: only once that is recorded. */
+	return r < 0 ? r : failures_recorded(a);
 }
 
 int
@@ -792,7 +795,9 @@ zero_checked(struct raid_array *a, uint64_t count, uint64_t offset,
 /*
  * The write-class requests, between state_write_start and _end: the first
  * after the array was clean marks it active in its superblocks first.  A
- * failed array (array.h: broken) takes none.
+ * failed array (array.h: broken) takes none.  Each answers success only
+ * once every member failure it may have seen (a member it skipped) is
+ * durable in the superblocks (failures_recorded; docs/degraded.md).
  */
 static int
 write_start(struct raid_array *a)
@@ -813,7 +818,7 @@ array_pwrite(struct raid_array *a, const void *buf, uint64_t count,
 		r = pwrite_checked(a, buf, count, offset, flags);
 		state_write_end(a);
 	}
-	return r;
+	return r < 0 ? r : failures_recorded(a);
 }
 
 int
@@ -826,7 +831,7 @@ array_trim(struct raid_array *a, uint64_t count, uint64_t offset,
 		r = trim_checked(a, count, offset, flags);
 		state_write_end(a);
 	}
-	return r;
+	return r < 0 ? r : failures_recorded(a);
 }
 
 int
@@ -839,7 +844,7 @@ array_zero(struct raid_array *a, uint64_t count, uint64_t offset,
 		r = zero_checked(a, count, offset, flags);
 		state_write_end(a);
 	}
-	return r;
+	return r < 0 ? r : failures_recorded(a);
 }
 
 int

@@ -17,7 +17,11 @@
  *   fail_lock    member state changes (member.h: state), `broken`,
  *                `reason` and the spares; taken by the data path only
  *                when a member I/O has failed, and by the control calls.
- *                Before meta->lock (the spares change under both).
+ *                Before meta->lock (the spares change under both).  Held
+ *                by a failure from marking the member faulty until the
+ *                record is durable: a request that must not be answered
+ *                before (failures_recorded) waits for it, holding no
+ *                other lock of the array's.
  * Everything else in the array is fixed after raid_open(); per-request
  * state (the batch, the bounce buffers, the io_uring ring) is per thread.
  */
@@ -74,6 +78,14 @@ struct raid_array {
 	 * from then on; reads are served where the data is still reachable.
 	 */
 	atomic_bool broken;
+	/*
+	 * Member failures marked (state faulty) and not yet durable in the
+	 * survivors' superblocks (md's rdev Blocked until FaultRecorded):
+	 * changed under fail_lock, read by every write-class request and
+	 * flush before it answers (failures_recorded).  Stays raised when
+	 * a failure could not be recorded (the array is then broken).
+	 */
+	atomic_uint unrecorded;
 	char reason[256]; /* why the array is degraded or failed */
 	/*
 	 * md's next_resync, in array bytes: while a resync is owed (the
@@ -191,8 +203,25 @@ int array_checkpoint_recovery(struct raid_array *a, unsigned role,
  */
 int array_fail_seen(struct raid_array *a, unsigned role, unsigned gen,
 		    const char *why, enum fail_cause cause);
+/*
+ * Before a write-class request or a flush answers success: 0 once every
+ * member failure marked so far is durable in the superblocks (waiting, if
+ * one is being recorded, for fail_lock: the caller must hold no lock of
+ * the array's, nor I/O in flight); -EIO when one could not be recorded.
+ * A request that skipped a member (or could have) is answered only then.
+ */
+int failures_recorded(struct raid_array *a);
 /* Remove a faulty member from its role (raid_remove_member); fail_lock. */
 int remove_locked(struct raid_array *a, unsigned role);
+/*
+ * After meta_commit's r and *bad (meta->lock let go, fail_lock held):
+ * fail each member whose superblock write failed, the update then being
+ * on every member left (their failure's record wrote it again).  0 when
+ * every one of them could be failed (a superblock write error fails the
+ * member, not what wrote it), -EIO when one holds the last copy of some
+ * data; r as it was when nothing failed on a member (ENOMEM).
+ */
+int fail_unwritten(struct raid_array *a, int r, uint64_t bad);
 /* Fail role (array_fail's work); fail_lock held. */
 int fail_locked(struct raid_array *a, unsigned role, const char *why,
 		enum fail_cause cause);

@@ -557,11 +557,7 @@ take_locked(struct raid_array *a)
 	raid_error("member %u: spare %s takes the role: recovery starts", role,
 		   a->members[role].path);
 	array_log_state(a);
-	for (unsigned k = 0; k < a->nr_members && bad; k++) {
-		if ((bad >> k) & 1) {
-			fail_locked(a, k, "superblock write error", FAIL_WRITE);
-		}
-	}
+	r = fail_unwritten(a, r, bad);
 	return r < 0 ? r : 1;
 }
 
@@ -596,7 +592,8 @@ rebuilding(const struct raid_array *a, unsigned role, const char *what)
 	return 0;
 }
 
-/* Commit under meta->lock, failing members whose write failed. */
+/* Commit under meta->lock, failing members whose write failed (not the
+ * caller: the update is on every member left). */
 static int
 commit_locked(struct raid_array *a)
 {
@@ -604,12 +601,7 @@ commit_locked(struct raid_array *a)
 	int r = meta_commit(a, 1, &bad);
 
 	pthread_mutex_unlock(&a->meta->lock);
-	for (unsigned k = 0; k < a->nr_members && bad; k++) {
-		if ((bad >> k) & 1) {
-			fail_locked(a, k, "superblock write error", FAIL_WRITE);
-		}
-	}
-	return r;
+	return fail_unwritten(a, r, bad);
 }
 
 int

@@ -749,11 +749,15 @@ checkpoint(struct pass *p, uint64_t u, bool final)
 		}
 	}
 	pthread_mutex_unlock(&meta->lock);
+	/* A member that could not take it is failed, not the pass. */
 	for (unsigned i = 0; i < a->nr_members && bad; i++) {
-		if ((bad >> i) & 1) {
-			array_fail(a, i, "superblock write error", FAIL_WRITE);
+		if (((bad >> i) & 1) &&
+		    array_fail(a, i, "superblock write error", FAIL_WRITE) <
+			    0) {
+			bad = 0;
 		}
 	}
+	r = r < 0 && bad ? 0 : r;
 	p->last_cp_ns = now_ns();
 	p->last_cp_u = u;
 	return r;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mem_backend.h"
@@ -63,6 +64,85 @@ mem_refuses(const struct io_req *r)
 	return false;
 }
 
+void
+mem_gate_init(struct mem_gate *g, unsigned ops, uint64_t off, uint64_t len,
+	      unsigned skip)
+{
+	memset(g, 0, sizeof(*g));
+	pthread_mutex_init(&g->lock, NULL);
+	pthread_cond_init(&g->cond, NULL);
+	g->ops = ops;
+	g->off = off;
+	g->len = len;
+	g->skip = skip;
+	g->shut = true;
+}
+
+bool
+mem_gate_wait(struct mem_gate *g, unsigned n, unsigned timeout_ms)
+{
+	struct timespec until;
+	bool ok = true;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += timeout_ms / 1000;
+	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&g->lock);
+	while (g->held < n && ok) {
+		ok = pthread_cond_timedwait(&g->cond, &g->lock, &until) == 0 ||
+		     g->held >= n;
+	}
+	pthread_mutex_unlock(&g->lock);
+	return ok;
+}
+
+void
+mem_gate_open(struct mem_gate *g, int fail_errno)
+{
+	pthread_mutex_lock(&g->lock);
+	g->fail_errno = fail_errno;
+	g->shut = false;
+	__atomic_store_n(&g->opened, 1, __ATOMIC_SEQ_CST);
+	pthread_cond_broadcast(&g->cond);
+	pthread_mutex_unlock(&g->lock);
+}
+
+void
+mem_gate_destroy(struct mem_gate *g)
+{
+	pthread_cond_destroy(&g->cond);
+	pthread_mutex_destroy(&g->lock);
+}
+
+/* Hold r at m's gate if it matches; 0, or the errno it fails with. */
+static int
+gate_pass(struct mem_gate *g, const struct io_req *r)
+{
+	int err = 0;
+
+	if (!g || !(g->ops & (1u << r->op)) || r->off >= g->off + g->len ||
+	    g->off >= r->off + r->len) {
+		return 0;
+	}
+	pthread_mutex_lock(&g->lock);
+	if (g->seen++ >= g->skip) {
+		if (g->shut) {
+			g->held++;
+			pthread_cond_broadcast(&g->cond);
+		}
+		while (g->shut) {
+			pthread_cond_wait(&g->cond, &g->lock);
+		}
+		err = g->fail_errno;
+	}
+	pthread_mutex_unlock(&g->lock);
+	return err;
+}
+
 static int
 mem_one_locked(struct io_req *r, unsigned ops)
 {
@@ -108,6 +188,7 @@ mem_one_locked(struct io_req *r, unsigned ops)
 		break;
 	}
 	r->done = r->len;
+	__atomic_fetch_add(&mm->done[r->op], 1, __ATOMIC_SEQ_CST);
 	return 0;
 }
 
@@ -122,10 +203,14 @@ mem_one(struct io_req *r)
 {
 	struct mem_member *mm = mem_of(r->m);
 	unsigned ops;
-	int res;
+	int gate_err, res;
 
 	if (mm->delay_us) {
 		usleep(mm->delay_us);
+	}
+	gate_err = gate_pass(mm->gate, r);
+	if (gate_err) {
+		return -gate_err;
 	}
 	/* Counted atomically: threads writing one member at once (stripe
 	 * gathering's writers, the concurrency cases) lose no count. */
