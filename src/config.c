@@ -1085,6 +1085,11 @@ raid_config_check_raw(const struct raid_config *c)
 		return -EINVAL;
 	}
 	l = layout_find(c->level);
+	if (c->nr_members > RAID_MAX_MEMBERS) {
+		raid_error("%u members: nbdraid serves at most %d",
+			   c->nr_members, RAID_MAX_MEMBERS);
+		return -E2BIG;
+	}
 	if (c->nr_members < l->min_members) {
 		raid_error("level %d needs at least %u member%s, have %u",
 			   c->level, l->min_members,

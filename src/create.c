@@ -407,10 +407,18 @@ raid_create(const struct raid_create_spec *spec, raid_progress_fn progress,
 	    void *ctx, struct raid_create_result *out)
 {
 	unsigned n = spec->nr_members, i = 0;
-	struct raid_member *m = calloc(n, sizeof(*m));
+	struct raid_member *m;
 	struct plan p = { .spec = spec };
 	bool redundant, in_sync;
-	int r = m ? 0 : -ENOMEM;
+	int r;
+
+	if (n > RAID_MAX_MEMBERS) {
+		raid_error("%u members: nbdraid serves at most %d", n,
+			   RAID_MAX_MEMBERS);
+		return -E2BIG;
+	}
+	m = calloc(n ? n : 1, sizeof(*m));
+	r = m ? 0 : -ENOMEM;
 
 	for (; i < n && r == 0; i++) {
 		r = member_open(&m[i], i, spec->members[i], spec->direct, false,

@@ -925,6 +925,34 @@ add_spares_in_roles(const struct raid_config *cfg, char ***paths, unsigned *n)
 	return r;
 }
 
+/*
+ * The one limit on members, checked before any is opened: every table
+ * sized by members (raid_config.h) holds RAID_MAX_MEMBERS roles and
+ * RAID_MAX_SPARES spares; raw mode has no spares.
+ */
+static int
+check_count(const struct raid_config *cfg, unsigned n)
+{
+	bool raw = cfg->metadata == RAID_META_NONE;
+	unsigned max = RAID_MAX_MEMBERS + (raw ? 0 : RAID_MAX_SPARES);
+
+	if (n <= max) {
+		return 0;
+	}
+	if (raw) {
+		raid_error(
+			"member=%s%s: %u files or devices, more than nbdraid serves (%d members)",
+			cfg->members[0], cfg->nr_members > 1 ? " ..." : "", n,
+			RAID_MAX_MEMBERS);
+	} else {
+		raid_error(
+			"member=%s%s: %u files or devices, more than nbdraid serves (%d members and %d spares)",
+			cfg->members[0], cfg->nr_members > 1 ? " ..." : "", n,
+			RAID_MAX_MEMBERS, RAID_MAX_SPARES);
+	}
+	return -E2BIG;
+}
+
 int
 meta_select(const struct raid_config *cfg, char ***paths, unsigned *n)
 {
@@ -932,6 +960,9 @@ meta_select(const struct raid_config *cfg, char ***paths, unsigned *n)
 
 	if (r == 0 && cfg->metadata != RAID_META_NONE && cfg->nr_spares) {
 		r = add_spares_in_roles(cfg, paths, n);
+	}
+	if (r == 0) {
+		r = check_count(cfg, *n);
 	}
 	return r;
 }
