@@ -275,7 +275,7 @@ check_signatures(struct raid_member *m, unsigned n, bool force)
 	for (unsigned i = 0; i < n; i++) {
 		int r = meta_read(&m[i], &found, why, sizeof(why));
 
-		if (r == 0) {
+		if (r == 0 || r == -EUCLEAN) {
 			raid_error(
 				"member %u (%s): has an md superblock: role %u of array %s%s",
 				i, m[i].path, md_sb_role(&found.sb),

@@ -109,7 +109,7 @@ raid_examine(const char *path, struct raid_examine *ex, char *why,
 		return r;
 	}
 	r = meta_read(&m, &mm, why, whylen);
-	if (r == 0 || r == -EBADMSG) {
+	if (r == 0 || r == -EBADMSG || r == -EUCLEAN) {
 		fill(&mm, ex);
 	} else if (r == -ENOENT) {
 		snprintf(why, whylen, "no md superblock");
