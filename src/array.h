@@ -75,6 +75,16 @@ struct raid_array {
 	 */
 	atomic_bool broken;
 	char reason[256]; /* why the array is degraded or failed */
+	/*
+	 * md's next_resync, in array bytes: while a resync is owed (the
+	 * superblocks' resync_offset not all ones), a read of a range that
+	 * ends at or past it goes to the first in-sync copy, the one the
+	 * resync copies from (md's read_balance: choose_first), so a block
+	 * whose copies differ reads one value until the resync keeps it.
+	 * Below it the copies agree and reads balance.  UINT64_MAX when no
+	 * resync is owed.  Moved by assembly and the resync (sync.c).
+	 */
+	atomic_uint_fast64_t resync_next;
 	/* Client requests per kind (raid.h: struct raid_status). */
 	struct {
 		atomic_uint_fast64_t requests, bytes, errors;

@@ -260,10 +260,7 @@ remove_locked(struct raid_array *a, unsigned role)
 		return r;
 	}
 	r = record(a, role, MD_ROLE_SPARE);
-	if (m->fd >= 0) {
-		close(m->fd); /* and with it, the claim */
-		m->fd = -1;
-	}
+	member_close_fd(m); /* and with it, the claim */
 	snprintf(a->reason, sizeof(a->reason), "member %u (%s) was removed",
 		 role, m->path);
 	array_log_state(a);

@@ -355,15 +355,36 @@ member_missing(struct raid_member *m, unsigned role, const char *path)
 	return path && !m->path ? -ENOMEM : 0;
 }
 
+/*
+ * A file's lock is let go explicitly before its fd is closed: io_uring may
+ * hold the open file (a request completed by one of its workers is freed
+ * later, on the ring's next use), and with it the lock, long after close;
+ * the member would stay "in use" for an nbdraid starting on it next, or a
+ * spare= taking it back.  A block device's O_EXCL goes with its last
+ * reference: claim_wait waits for it.
+ */
+void
+member_close_fd(struct raid_member *m)
+{
+	struct flock fl = { .l_type = F_UNLCK, .l_whence = SEEK_SET };
+
+	if (m->fd < 0) {
+		return;
+	}
+	if (m->claimed && !m->is_blk) {
+		(void)fcntl(m->fd, F_OFD_SETLK, &fl);
+	}
+	close(m->fd);
+	m->fd = -1;
+	m->claimed = false;
+}
+
 void
 member_close(struct raid_member *m)
 {
 	fault_detach(m);
-	if (m->fd >= 0) {
-		close(m->fd);
-	}
+	member_close_fd(m);
 	free(m->path);
-	m->fd = -1;
 	m->path = NULL;
 }
 

@@ -111,6 +111,8 @@ const char *member_type_name(mode_t mode);
 int member_open(struct raid_member *m, unsigned role, const char *path,
 		bool direct, bool read_only, enum raid_io_mode io);
 void member_close(struct raid_member *m);
+/* Close m's fd (fd -1), its claim let go at once; the rest of m stays. */
+void member_close_fd(struct raid_member *m);
 /* A role with no member (state missing); path: the one that would not
  * open, or NULL.  0 or -ENOMEM. */
 int member_missing(struct raid_member *m, unsigned role, const char *path);

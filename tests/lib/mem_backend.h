@@ -14,12 +14,14 @@
 #ifndef MEM_BACKEND_H
 #define MEM_BACKEND_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "io/io.h"
 #include "member.h"
 
 struct mem_member {
+	pthread_mutex_t lock; /* a request's data, moved whole (mem_one) */
 	uint8_t *data;
 	uint64_t size;
 	unsigned ops;	     /* requests seen */
