@@ -971,6 +971,7 @@ selected(const struct raid_config *cfg, const char *path)
 	int r;
 
 	if (member_open(&m, 0, path, false, true, RAID_IO_PSYNC) < 0) {
+		member_close(&m); /* its path */
 		return false;
 	}
 	/* By identity: one of ours whose geometry is refused is taken, and
@@ -1004,6 +1005,7 @@ read_sb(const char *path, struct md_sb *sb)
 	int r;
 
 	if (member_open(&m, 0, path, false, true, RAID_IO_PSYNC) < 0) {
+		member_close(&m); /* its path */
 		return false;
 	}
 	r = meta_read(&m, &mm, why, sizeof(why));
