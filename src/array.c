@@ -1215,9 +1215,16 @@ int
 array_create(const struct raid_config *cfg, struct raid_member *members,
 	     unsigned nr, const uint64_t *data_offsets, struct raid_array **out)
 {
-	struct raid_array *a = calloc(1, sizeof(*a));
+	struct raid_array *a;
 	int r;
 
+	/* The tables sized by members (raid_config.h): never past them. */
+	if (nr > RAID_MAX_MEMBERS) {
+		raid_error("%u members: nbdraid serves at most %d", nr,
+			   RAID_MAX_MEMBERS);
+		return -E2BIG;
+	}
+	a = calloc(1, sizeof(*a));
 	if (!a) {
 		return -ENOMEM;
 	}

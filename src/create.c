@@ -331,7 +331,7 @@ check_signatures(struct raid_member *m, unsigned n, bool force)
 	for (unsigned i = 0; i < n; i++) {
 		int r = meta_read(&m[i], &found, why, sizeof(why));
 
-		if (r == 0) {
+		if (r == 0 || r == -EUCLEAN) {
 			raid_error(
 				"member %u (%s): has an md superblock: role %u of array %s%s",
 				i, m[i].path, md_sb_role(&found.sb),
@@ -463,10 +463,18 @@ raid_create(const struct raid_create_spec *spec, raid_progress_fn progress,
 	    void *ctx, struct raid_create_result *out)
 {
 	unsigned n = spec->nr_members, i = 0;
-	struct raid_member *m = calloc(n, sizeof(*m));
+	struct raid_member *m;
 	struct plan p = { .spec = spec };
 	bool redundant, in_sync;
-	int r = m ? 0 : -ENOMEM;
+	int r;
+
+	if (n > RAID_MAX_MEMBERS) {
+		raid_error("%u members: nbdraid serves at most %d", n,
+			   RAID_MAX_MEMBERS);
+		return -E2BIG;
+	}
+	m = calloc(n ? n : 1, sizeof(*m));
+	r = m ? 0 : -ENOMEM;
 
 	for (; i < n && r == 0; i++) {
 		r = member_open(&m[i], i, spec->members[i], spec->direct, false,

@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "io/io.h"
@@ -96,6 +97,16 @@ member_alive(const struct raid_member *m)
 
 	return s == RAID_MEMBER_IN_SYNC || s == RAID_MEMBER_REBUILDING;
 }
+
+/*
+ * Open path (a regular file or a block device, nothing else: a FIFO or a
+ * character device is refused before it is opened, so no open waits)
+ * with flags, O_CLOEXEC added; *st is its fstat.  An fd, or -errno:
+ * -EINVAL for another type, *st then saying which (else *st is zero).
+ */
+int member_open_path(const char *path, int flags, struct stat *st);
+/* "a FIFO", "a directory" ...: a file type for messages. */
+const char *member_type_name(mode_t mode);
 
 int member_open(struct raid_member *m, unsigned role, const char *path,
 		bool direct, bool read_only, enum raid_io_mode io);

@@ -123,8 +123,12 @@ void meta_free(struct raid_meta *meta);
 
 /*
  * Read one member's superblock (the newest of 1.2, 1.1, 1.0 found at its
- * place).  0, -ENOENT (none), or -EINVAL/-EBADMSG (a damaged one, why set;
- * with -EBADMSG, a bad checksum, out holds what it says all the same).
+ * place) and validate it: 0, -ENOENT (none), -EINVAL/-EBADMSG (a damaged
+ * one, why set; with -EBADMSG, a bad checksum, out holds what it says all
+ * the same), or -EUCLEAN: whole, but its geometry is not one nbdraid may
+ * write by (why names the field and the reason, out holds it): a place
+ * outside the member, areas that overlap (superblock, data, md's bitmap,
+ * bad-block log), a chunk nbdraid cannot place.  docs/metadata.md.
  */
 int meta_read(struct raid_member *m, struct meta_member *out, char *why,
 	      size_t whylen);
