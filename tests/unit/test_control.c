@@ -37,6 +37,7 @@
 #include "events.h"
 #include "fixture.h"
 #include "helpers.h"
+#include "text.h"
 #include "util.h"
 
 #define MEMBER_BYTES (256u << 10)
@@ -108,6 +109,56 @@ wait_for_file(const char *path)
 		sleep_ms(10);
 	}
 	assert_true(exists(path));
+}
+
+/* ---- md arrays on files ------------------------------------------------ */
+
+#define MD_FILES 4
+#define MD_BYTES (4u << 20)
+static char md_files[MD_FILES][128];
+
+/* files tdir/mN.img (holes), and an md array `name` of level on the
+ * first n of them; spare: files[spare] given as spare= (-1: none). */
+static struct raid_array *
+md_open(int level, unsigned n, int spare, const char *name, const char *event)
+{
+	char *members[MD_FILES];
+	struct raid_create_spec spec = { .level = level,
+					 .name = name,
+					 .homehost = "test",
+					 .minor = 2,
+					 .members = members,
+					 .nr_members = n };
+	struct raid_create_result res;
+	struct raid_config cfg;
+	struct raid_array *a = NULL;
+
+	for (unsigned i = 0; i < MD_FILES; i++) {
+		FILE *fp;
+
+		snprintf(md_files[i], sizeof(md_files[i]), "%s/m%u.img", tdir,
+			 i);
+		fp = fopen(md_files[i], "w");
+		assert_non_null(fp);
+		assert_int_equal(ftruncate(fileno(fp), MD_BYTES), 0);
+		fclose(fp);
+		members[i] = md_files[i];
+	}
+	assert_int_equal(raid_create(&spec, NULL, NULL, &res), 0);
+	raid_config_init(&cfg);
+	raid_config_set(&cfg, "io", "psync");
+	for (unsigned i = 0; i < n; i++) {
+		raid_config_set(&cfg, "member", md_files[i]);
+	}
+	if (spare >= 0) {
+		raid_config_set(&cfg, "spare", md_files[spare]);
+	}
+	if (event) {
+		raid_config_set(&cfg, "event", event);
+	}
+	assert_int_equal(raid_open(&cfg, &a), 0);
+	raid_config_free(&cfg);
+	return a;
 }
 
 /* ---- a client ---------------------------------------------------------- */
@@ -341,6 +392,69 @@ test_control_status_json_string(void **state)
 	assert_true(json_object_get_boolean(get(o, "clean")));
 	json_object_put(o);
 	free(s);
+
+	/* A name (or path) that is not UTF-8 comes out UTF-8, as \xNN. */
+	snprintf(st.name, sizeof(st.name), "a\xff\nb");
+	s = raid_status_json(&st);
+	assert_true(utf8_valid(s, strlen(s)));
+	o = json_tokener_parse(s);
+	assert_str(o, "name", "a\\xff\nb");
+	json_object_put(o);
+	free(s);
+}
+
+/* The UTF-8 checks and escaping every outside string goes through. */
+static void
+test_text_utf8_and_clean(void **state)
+{
+	static const char *const valid[] = { "",
+					     "abc",
+					     "\xc3\xa9",
+					     "\xe2\x82\xac",
+					     "\xf0\x90\x8d\x88",
+					     "\xf4\x8f\xbf\xbf" };
+	static const char *const invalid[] = {
+		"\xff",
+		"\xc3",
+		"\xc0\xaf", /* overlong / */
+		"\xe0\x80\xaf",
+		"\xed\xa0\x80",	    /* a surrogate */
+		"\xf4\x90\x80\x80", /* past U+10FFFF */
+		"\xe2\x82",
+		"a\x80"
+		"b",
+	};
+	char out[64];
+
+	(void)state;
+	for (unsigned i = 0; i < ARRAY_SIZE(valid); i++) {
+		assert_true(utf8_valid(valid[i], strlen(valid[i])));
+	}
+	for (unsigned i = 0; i < ARRAY_SIZE(invalid); i++) {
+		assert_false(utf8_valid(invalid[i], strlen(invalid[i])));
+	}
+	/* Cutting "a€" anywhere inside the euro sign drops all of it. */
+	assert_int_equal(utf8_cut("a\xe2\x82\xac", 4), 4);
+	assert_int_equal(utf8_cut("a\xe2\x82\xac", 3), 1);
+	assert_int_equal(utf8_cut("a\xe2\x82\xac", 2), 1);
+	assert_int_equal(utf8_cut("a\xe2\x82\xac", 1), 1);
+	assert_string_equal(text_clean(out, sizeof(out),
+				       "-a\nb\xff\xc2\x9b"
+				       "\xc3\xa9",
+				       TEXT_NO_DASH),
+			    "\\x2da\\x0ab\\xff\\xc2\\x9b\xc3\xa9");
+	assert_string_equal(text_clean(out, sizeof(out), "-a\tb", 0),
+			    "-a\\x09b");
+	assert_string_equal(
+		text_clean(out, sizeof(out), "a\n\xff", TEXT_KEEP_CTRL),
+		"a\n\\xff");
+	/* Too small: cut at a character, never inside an escape. */
+	assert_string_equal(text_clean(out, 6, "ab\n", 0), "ab");
+	assert_string_equal(text_clean(out, 4,
+				       "a\xc3\xa9"
+				       "b",
+				       0),
+			    "a\xc3\xa9");
 }
 
 /* Every bad request gets ok:false, and the connection goes on. */
@@ -835,6 +949,76 @@ test_events_array_event(void **state)
 	assert_string_equal(log, "DegradedArray nbdraid");
 }
 
+/* A program that writes each argument in [], one line per run. */
+static void
+write_argv_program(char *prog, size_t len)
+{
+	FILE *fp;
+
+	snprintf(prog, len, "%s/argv.sh", tdir);
+	fp = fopen(prog, "w");
+	assert_non_null(fp);
+	fprintf(fp,
+		"#!/bin/sh\nfor a; do printf '[%%s]' \"$a\"; done "
+		">> %s/log\necho >> %s/log\n",
+		tdir, tdir);
+	fclose(fp);
+	assert_int_equal(chmod(prog, 0700), 0);
+}
+
+/*
+ * An array name from a superblock, with a newline and a leading '-',
+ * reaches event programs as one argument that is no option (\x0a, \x2d);
+ * another array's name read from a spare's superblock, and the spare's
+ * path with a newline, reach the log as one line.
+ */
+static void
+test_events_and_logs_clean_outside_names(void **state)
+{
+	static const char name[] = "-rf:x\ny";
+	char prog[128], log[1024], bad[160];
+	struct raid_array *a;
+	unsigned n;
+	int fd;
+
+	(void)state;
+	write_argv_program(prog, sizeof(prog));
+	a = md_open(1, 2, -1, name, prog);
+	assert_int_equal(raid_fail_member(a, 1, "test"), 0); /* event Fail */
+	/* A spare (its path with a newline) carrying the superblock of
+	 * another array of that name: refused, the log saying whose. */
+	snprintf(bad, sizeof(bad), "%s/other\n.img", tdir);
+	fd = open(bad, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, MD_BYTES), 0);
+	close(fd);
+	{
+		char *one[] = { bad, md_files[3] };
+		struct raid_create_spec spec = { .level = 1,
+						 .name = name,
+						 .homehost = "test",
+						 .minor = 2,
+						 .members = one,
+						 .nr_members = 2 };
+		struct raid_create_result res;
+
+		assert_int_equal(raid_create(&spec, NULL, NULL, &res), 0);
+	}
+	t_reset();
+	assert_int_equal(raid_add_member(a, bad, false), -EEXIST);
+	assert_null(strchr(t_last_error, '\n'));
+	assert_non_null(strstr(t_last_error, "(-rf:x\\x0ay)"));
+	assert_non_null(strstr(t_last_error, "other\\x0a.img"));
+	raid_close(a); /* runs the events queued */
+	read_log(log, sizeof(log), &n);
+	snprintf(bad, sizeof(bad), "[Fail][\\x2drf:x\\x0ay][%s]", md_files[1]);
+	if (!strstr(log, bad)) {
+		print_error("program saw '%s', not '%s'\n", log, bad);
+		fail();
+	}
+	assert_int_equal(n, 1);
+}
+
 /* ---- fail and remove through the socket -------------------------------- */
 
 /*
@@ -945,6 +1129,10 @@ main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_events_array_event, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_events_and_logs_clean_outside_names, setup,
+			teardown),
+		cmocka_unit_test(test_text_utf8_and_clean),
 		cmocka_unit_test_setup_teardown(
 			test_control_cache_status_and_flush, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_control_fail_and_remove,
