@@ -14,8 +14,11 @@
  */
 #undef NDEBUG
 #include <assert.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -111,6 +114,35 @@ wait_for_file(const char *path)
 	assert_true(exists(path));
 }
 
+/*
+ * bind(2) as this program sees it: with swap_on_bind set, a unix socket's
+ * node, once bound, is moved away and a symlink to swap_victim put in its
+ * place, as someone able to write the socket's folder could between bind
+ * and a chmod of the path.
+ */
+static bool swap_on_bind;
+static char swap_victim[128];
+
+int
+bind(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	static int (*real)(int, const struct sockaddr *, socklen_t);
+	const struct sockaddr_un *sun = (const void *)addr;
+	char moved[sizeof(sun->sun_path) + 8];
+	int r;
+
+	if (!real) {
+		*(void **)&real = dlsym(RTLD_NEXT, "bind");
+	}
+	r = real(fd, addr, len);
+	if (r == 0 && swap_on_bind && addr->sa_family == AF_UNIX) {
+		snprintf(moved, sizeof(moved), "%s.moved", sun->sun_path);
+		assert(rename(sun->sun_path, moved) == 0);
+		assert(symlink(swap_victim, sun->sun_path) == 0);
+	}
+	return r;
+}
+
 /* ---- md arrays on files ------------------------------------------------ */
 
 #define MD_FILES 4
@@ -188,31 +220,59 @@ client_send(struct client *c, const char *s, size_t len)
 	assert_int_equal(send(c->fd, s, len, MSG_NOSIGNAL), (ssize_t)len);
 }
 
-/* The next answer line, parsed (json_object_put it). */
-static struct json_object *
-client_answer(struct client *c)
+/*
+ * The next answer line, its raw bytes into line (NUL-terminated), waiting
+ * at most ms for it (-1: as long as it takes): false when none came then.
+ */
+static bool
+client_line(struct client *c, char *line, size_t len, int ms)
 {
-	struct json_object *o;
 	char *nl;
 
 	while (!(nl = memchr(c->buf, '\n', c->len))) {
+		struct pollfd p = { .fd = c->fd, .events = POLLIN };
 		ssize_t n;
 
+		if (poll(&p, 1, ms) == 0) {
+			return false;
+		}
 		assert_true(c->len < sizeof(c->buf) - 1);
 		n = recv(c->fd, c->buf + c->len, sizeof(c->buf) - 1 - c->len,
 			 0);
 		assert_true(n > 0);
 		c->len += n;
 	}
-	*nl = '\0';
-	o = json_tokener_parse(c->buf);
-	if (!o) {
-		print_error("answer is not JSON: %s\n", c->buf);
-	}
-	assert_non_null(o);
+	assert_true((size_t)(nl - c->buf) < len);
+	memcpy(line, c->buf, nl - c->buf);
+	line[nl - c->buf] = '\0';
 	c->len -= nl + 1 - c->buf;
 	memmove(c->buf, nl + 1, c->len);
+	return true;
+}
+
+/* The next answer line, parsed (json_object_put it). */
+static struct json_object *
+client_answer(struct client *c)
+{
+	static char line[1 << 16];
+	struct json_object *o;
+
+	assert_true(client_line(c, line, sizeof(line), -1));
+	o = json_tokener_parse(line);
+	if (!o) {
+		print_error("answer is not JSON: %s\n", line);
+	}
+	assert_non_null(o);
 	return o;
+}
+
+/* Nothing (not even EOF) waiting to be read from the server. */
+static bool
+client_quiet(struct client *c)
+{
+	struct pollfd p = { .fd = c->fd, .events = POLLIN };
+
+	return c->len == 0 && poll(&p, 1, 0) == 0;
 }
 
 static void
@@ -705,6 +765,37 @@ test_control_socket_mode_and_removal(void **state)
 	assert_false(exists(sock_path));
 }
 
+/*
+ * A symlink put at the path once the socket is bound: the file it points
+ * at keeps its mode (the socket's mode is never set through the path),
+ * and the socket is refused, the symlink left alone.
+ */
+static void
+test_control_socket_mode_not_through_symlink(void **state)
+{
+	struct fixture *f = *state;
+	struct control_server *cs = NULL;
+	struct stat st;
+	int fd;
+
+	snprintf(swap_victim, sizeof(swap_victim), "%s/victim", tdir);
+	fd = open(swap_victim, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(fchmod(fd, 0644), 0);
+	close(fd);
+	assert_int_equal(fixture_open(f, &raid5), 0);
+	t_reset();
+	swap_on_bind = true;
+	assert_int_equal(control_open(f->a, sock_path, &cs), -EEXIST);
+	swap_on_bind = false;
+	assert_null(cs);
+	assert_non_null(strstr(t_last_error, "not a socket any more"));
+	assert_int_equal(stat(swap_victim, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0644);
+	assert_int_equal(lstat(sock_path, &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+}
+
 /* A socket nobody listens on (a killed server's) is replaced. */
 static void
 test_control_stale_socket_replaced(void **state)
@@ -1022,6 +1113,257 @@ test_events_and_logs_clean_outside_names(void **state)
 /* ---- fail and remove through the socket -------------------------------- */
 
 /*
+ * fail answers with the member it failed (path, role, device UUID), not
+ * with the spare that took its role since; that member, named by path
+ * again, is no member any more; the status shows the spare rebuilding.
+ */
+static void
+test_control_fail_names_the_failed_member(void **state)
+{
+	struct fixture *f = *state;
+	struct raid_examine ex;
+	struct json_object *ans, *m;
+	char why[160], uuid[UUID_STR_BYTES];
+	struct client c;
+
+	f->a = md_open(1, 2, 2, "ctl", NULL);
+	assert_int_equal(raid_examine(md_files[1], &ex, why, sizeof(why)), 0);
+	uuid_format(ex.device_uuid, uuid);
+	assert_int_equal(control_open(f->a, sock_path, &f->a->control), 0);
+	assert_int_equal(control_start(f->a->control), 0);
+	client_connect(&c);
+	ans = client_request(&c, "{\"command\":\"fail\",\"member\":\"1\"}");
+	assert_true(answer_ok(ans));
+	assert_u64(ans, "role", 1);
+	assert_str(ans, "path", md_files[1]);
+	assert_str(ans, "device_uuid", uuid);
+	assert_str(ans, "state", "faulty");
+	json_object_put(ans);
+
+	ans = client_request(&c, "{\"command\":\"status\"}");
+	m = json_object_array_get_idx(get(get(ans, "status"), "members"), 1);
+	assert_str(m, "path", md_files[2]);
+	assert_str(m, "state", "rebuilding");
+	json_object_put(ans);
+	snprintf(why, sizeof(why), "{\"command\":\"fail\",\"member\":\"%s\"}",
+		 md_files[1]);
+	assert_refused(client_request(&c, why), "no such member");
+	close(c.fd);
+}
+
+/* An answer line, raw: UTF-8, and free of the bytes the request had. */
+static void
+assert_clean_refusal(struct client *c, const char *want)
+{
+	static char line[1 << 16];
+	struct json_object *o;
+
+	assert_true(client_line(c, line, sizeof(line), -1));
+	if (!utf8_valid(line, strlen(line))) {
+		print_error("answer is not UTF-8: %s\n", line);
+		fail();
+	}
+	o = json_tokener_parse(line);
+	assert_non_null(o);
+	assert_refused(o, want);
+}
+
+/*
+ * A NUL (\u0000) in any string or key, or a string that is not UTF-8, is
+ * refused by name, before anything runs, and never echoed back raw.
+ */
+static void
+test_control_refuses_nul_and_bad_utf8(void **state)
+{
+	struct fixture *f = *state;
+	static char line[2048];
+	struct client c;
+	size_t n;
+
+	served(f);
+	client_connect(&c);
+	client_sends(&c, "{\"command\":\"status\\u0000x\"}\n");
+	assert_clean_refusal(&c, "\"command\": a NUL character");
+	client_sends(&c,
+		     "{\"command\":\"fail\",\"member\":\"mem1\\u0000x\"}\n");
+	assert_clean_refusal(&c, "\"member\": a NUL character");
+	client_sends(&c, "{\"comm\\u0000x\":1,\"command\":\"status\"}\n");
+	assert_clean_refusal(&c, "a key holds a NUL");
+	client_sends(
+		&c, "{\"command\":\"status\",\"x\":[1,{\"y\":\"\\u0000\"}]}\n");
+	assert_clean_refusal(&c, "\"x\": a NUL character");
+	/* Not UTF-8: a stray byte, a cut sequence, overlong, surrogate. */
+	client_sends(&c, "{\"command\":\"\xff\xfe\"}\n");
+	assert_clean_refusal(&c, "\"command\": not valid UTF-8");
+	client_sends(&c, "{\"command\":\"fail\",\"member\":\"\xc3(\"}\n");
+	assert_clean_refusal(&c, "\"member\": not valid UTF-8");
+	client_sends(&c, "{\"command\":\"fail\",\"member\":\"\xc0\xaf\"}\n");
+	assert_clean_refusal(&c, "\"member\": not valid UTF-8");
+	client_sends(&c,
+		     "{\"command\":\"fail\",\"member\":\"\xed\xa0\x80\"}\n");
+	assert_clean_refusal(&c, "\"member\": not valid UTF-8");
+	client_sends(&c, "{\"\xff\":1,\"command\":\"status\"}\n");
+	assert_clean_refusal(&c, "a key is not valid UTF-8");
+	/* A long name of two-byte characters: quoted, cut at a character. */
+	n = snprintf(line, sizeof(line), "{\"command\":\"");
+	for (unsigned i = 0; i < 600; i++) {
+		n += snprintf(line + n, sizeof(line) - n, "\xc3\xa9");
+	}
+	snprintf(line + n, sizeof(line) - n, "\"}\n");
+	client_sends(&c, line);
+	assert_clean_refusal(&c, "unknown command '\xc3\xa9\xc3\xa9");
+	client_sends(
+		&c,
+		"{\"command\":\"add\",\"member\":\"/x\",\"force\":\"no\"}\n");
+	assert_clean_refusal(&c, "\"force\" must be true or false");
+	/* Nothing ran: member 1 is in sync, the connection goes on. */
+	assert_int_equal(atomic_load(&f->a->members[1].state),
+			 RAID_MEMBER_IN_SYNC);
+	assert_status_matches(f->a, &c);
+	close(c.fd);
+}
+
+/*
+ * More clients than the server keeps, each quiet after its status (half
+ * in the middle of a line): every one is served; the quietest make room,
+ * told why; the server still stops at once.
+ */
+static void
+test_control_idle_clients_do_not_lock_out(void **state)
+{
+	enum { N = CONTROL_CLIENTS_MAX + 36 };
+	static struct client c[N];
+	static char line[4096];
+	struct fixture *f = *state;
+	unsigned closed = 0;
+
+	served(f);
+	for (unsigned i = 0; i < N; i++) {
+		client_connect(&c[i]);
+		client_sends(&c[i], "{\"command\":\"status\"}\n");
+		if (!client_line(&c[i], line, sizeof(line), 20000)) {
+			print_error("client %u: no answer\n", i);
+			fail();
+		}
+		if (i % 2) {
+			client_sends(&c[i], "{\"command\":\"sta");
+		}
+	}
+	for (unsigned i = 0; i < N; i++) {
+		if (client_quiet(&c[i])) {
+			continue;
+		}
+		assert_clean_refusal(&c[i], "clients at most");
+		assert_int_equal(recv(c[i].fd, line, sizeof(line), 0), 0);
+		closed++;
+	}
+	assert_int_equal(closed, N - CONTROL_CLIENTS_MAX);
+	for (unsigned i = N - 8; i < N; i++) {
+		assert_true(client_quiet(&c[i])); /* the newest kept */
+	}
+	control_close(f->a->control); /* with clients mid-line */
+	f->a->control = NULL;
+	for (unsigned i = 0; i < N; i++) {
+		close(c[i].fd);
+	}
+}
+
+/* Member 1's I/O held at a gate until the test opens it. */
+static struct gate {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool open;
+	unsigned waiting;
+	const struct io_backend *be; /* the member's own */
+} gate = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER };
+
+static int
+gated_submit(struct io_req *reqs, unsigned nr)
+{
+	pthread_mutex_lock(&gate.lock);
+	gate.waiting++;
+	pthread_cond_broadcast(&gate.cond);
+	while (!gate.open) {
+		pthread_cond_wait(&gate.cond, &gate.lock);
+	}
+	gate.waiting--;
+	pthread_mutex_unlock(&gate.lock);
+	return gate.be->submit_wait(reqs, nr);
+}
+
+static const struct io_backend gated_backend = { "gated", gated_submit };
+
+static void *
+read_member1(void *arg)
+{
+	static uint8_t buf[FIXTURE_CHUNK];
+
+	/* RAID 5 of 3: the array's second chunk is member 1's first. */
+	assert_int_equal(raid_pread(arg, buf, sizeof(buf), FIXTURE_CHUNK, 0),
+			 0);
+	return NULL;
+}
+
+/*
+ * A command that waits (remove, for a member's I/O in flight) stalls
+ * only its own client: others are answered meanwhile, a new client too;
+ * its answer comes once the I/O ends, and says the member was removed.
+ */
+static void
+test_control_slow_command_stalls_only_its_client(void **state)
+{
+	struct raid_array *a = served(*state);
+	struct client slow, other, late;
+	struct json_object *ans;
+	pthread_t reader;
+
+	gate.open = false;
+	gate.be = a->members[1].be;
+	a->members[1].be = &gated_backend;
+	assert_int_equal(pthread_create(&reader, NULL, read_member1, a), 0);
+	pthread_mutex_lock(&gate.lock);
+	while (!gate.waiting) {
+		pthread_cond_wait(&gate.cond, &gate.lock);
+	}
+	pthread_mutex_unlock(&gate.lock); /* member 1 has I/O in flight */
+
+	client_connect(&slow);
+	client_connect(&other);
+	ans = client_request(&slow, "{\"command\":\"fail\",\"member\":1}");
+	assert_true(answer_ok(ans));
+	json_object_put(ans);
+	client_sends(&slow, "{\"command\":\"remove\",\"member\":1}\n"
+			    "{\"command\":\"speed\",\"min\":1,\"max\":2}\n");
+	ans = client_request(&other, "{\"command\":\"speed\",\"min\":5,"
+				     "\"max\":9}");
+	assert_true(answer_ok(ans));
+	json_object_put(ans);
+	client_connect(&late);
+	assert_refused(client_request(&late, "{\"command\":\"nope\"}"),
+		       "unknown command");
+	assert_true(client_quiet(&slow)); /* its remove still waits */
+
+	pthread_mutex_lock(&gate.lock);
+	gate.open = true;
+	pthread_cond_broadcast(&gate.cond);
+	pthread_mutex_unlock(&gate.lock);
+	assert_int_equal(pthread_join(reader, NULL), 0);
+	ans = client_answer(&slow);
+	assert_true(answer_ok(ans));
+	assert_u64(ans, "role", 1);
+	assert_str(ans, "path", "mem1");
+	assert_str(ans, "state", "missing");
+	json_object_put(ans);
+	ans = client_answer(&slow); /* and its next line, in order */
+	assert_u64(ans, "min", 1);
+	json_object_put(ans);
+	a->members[1].be = gate.be;
+	close(slow.fd);
+	close(other.fd);
+	close(late.fd);
+}
+
+/*
  * fail 1: degraded, member 1 faulty, event Fail; fail 2 then refused (the
  * last copy); remove 0 refused (in sync); remove 1: missing.
  */
@@ -1114,6 +1456,9 @@ main(void)
 		cmocka_unit_test_setup_teardown(
 			test_control_stale_socket_replaced, setup, teardown),
 		cmocka_unit_test_setup_teardown(
+			test_control_socket_mode_not_through_symlink, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
 			test_control_refuses_socket_in_use, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_control_refuses_regular_file, setup, teardown),
@@ -1137,6 +1482,17 @@ main(void)
 			test_control_cache_status_and_flush, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_control_fail_and_remove,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_control_fail_names_the_failed_member, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_control_refuses_nul_and_bad_utf8, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_control_idle_clients_do_not_lock_out, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_control_slow_command_stalls_only_its_client, setup,
+			teardown),
 	};
 
 	t_init();
