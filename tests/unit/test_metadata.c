@@ -44,6 +44,10 @@ struct md_array {
 	unsigned given[MD_DATA_MAX_MEMBERS]; /* position of mdadm's member d */
 	/* mdadm's member d's memory (assembly reorders x->m by role). */
 	struct mem_member *mm[MD_DATA_MAX_MEMBERS];
+	/* The members not given, out of x->m (assembly may use those slots
+	 * as its own), freed by md_close. */
+	struct raid_member omitted[MD_DATA_MAX_MEMBERS];
+	unsigned nr_omitted;
 	struct raid_array *a;
 };
 
@@ -81,6 +85,12 @@ static int
 md_assemble(struct md_array *x)
 {
 	x->nr = x->n - x->omit;
+	for (unsigned i = x->nr; i < x->n; i++) {
+		if (x->m[i].priv) {
+			x->omitted[x->nr_omitted++] = x->m[i];
+			memset(&x->m[i], 0, sizeof(x->m[i]));
+		}
+	}
 	t_last_error[0] = '\0';
 	t_errors[0] = '\0';
 	return array_assemble(&x->cfg, x->m, &x->nr, x->n + MEM_MEMBERS_ROOM,
@@ -94,6 +104,12 @@ md_close(struct md_array *x)
 	x->a = NULL;
 	mem_members_free(x->m, x->n);
 	x->m = NULL;
+	for (unsigned i = 0; i < x->nr_omitted; i++) {
+		free(mem_of(&x->omitted[i])->data);
+		free(mem_of(&x->omitted[i]));
+		free(x->omitted[i].path);
+	}
+	x->nr_omitted = 0;
 	raid_config_free(&x->cfg);
 }
 
