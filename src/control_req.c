@@ -170,7 +170,9 @@ parse_json(const char *line, size_t len, char *why)
 	}
 	req = json_tokener_parse_ex(tok, line, (int)len);
 	end = req ? json_tokener_get_parse_end(tok) : 0;
-	end += req ? strspn(line + end, " \t") : 0;
+	while (end < len && (line[end] == ' ' || line[end] == '\t')) {
+		end++; /* bounded: the line has no NUL after it */
+	}
 	if (!req) {
 		enum json_tokener_error e = json_tokener_get_error(tok);
 
