@@ -6,10 +6,11 @@
  * then checked whole before any field is looked at: every key and string
  * at any depth must be valid UTF-8 (text.h: strict, RFC 3629) and hold no
  * NUL.  json-c keeps a string's "\u0000" (its length says so) but cuts a
- * key at one, so a key's NUL is found in the line itself: an escape
- * \u0000 that no string value accounts for.  Only then are the command
- * and its fields read, each of the type it must have; an error names the
- * field and quotes nothing that was not checked.
+ * key at one, and drops the first value of a key given twice (and
+ * comments) unseen, so the line itself is checked last: an escape \u0000,
+ * or bytes that are not UTF-8, that no value read accounts for refuse it.  Only
+ * then are the command and its fields read, each of the type it must have; an
+ * error names the field and quotes nothing that was not checked.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -198,10 +199,19 @@ checked(struct json_object *req, const char *line, size_t len, char *why)
 	if (!check_value(&ck, req, NULL)) {
 		return false;
 	}
+	/*
+	 * What the values read do not account for: a key's NUL (json-c
+	 * cuts the key there), and whatever json-c read and dropped (the
+	 * value of a key given twice, a comment).
+	 */
 	if (nul_escapes(line, len)) {
-		/* No value holds one: a key did, and json-c cut it there. */
-		fail_why(why, "bad request: a key holds a NUL character "
-			      "(\\u0000)");
+		fail_why(why, "bad request: a NUL character (\\u0000) in a "
+			      "key, or in a value given twice");
+		return false;
+	}
+	if (!utf8_valid(line, len)) {
+		fail_why(why, "bad request: not valid UTF-8 (in a comment, or "
+			      "a value given twice)");
 		return false;
 	}
 	return true;

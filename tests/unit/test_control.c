@@ -1188,7 +1188,14 @@ test_control_refuses_nul_and_bad_utf8(void **state)
 		     "{\"command\":\"fail\",\"member\":\"mem1\\u0000x\"}\n");
 	assert_clean_refusal(&c, "\"member\": a NUL character");
 	client_sends(&c, "{\"comm\\u0000x\":1,\"command\":\"status\"}\n");
-	assert_clean_refusal(&c, "a key holds a NUL");
+	assert_clean_refusal(&c, "a NUL character (\\u0000) in a key");
+	/* A key given twice: the value json-c drops is checked too. */
+	client_sends(&c, "{\"command\":\"fail\",\"member\":\"\xff\","
+			 "\"member\":\"1\"}\n");
+	assert_clean_refusal(&c, "not valid UTF-8");
+	client_sends(&c, "{\"command\":\"fail\",\"member\":\"\\u0000\","
+			 "\"member\":\"1\"}\n");
+	assert_clean_refusal(&c, "in a value given twice");
 	client_sends(
 		&c, "{\"command\":\"status\",\"x\":[1,{\"y\":\"\\u0000\"}]}\n");
 	assert_clean_refusal(&c, "\"x\": a NUL character");
