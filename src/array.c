@@ -1149,6 +1149,7 @@ array_free(struct raid_array *a)
 	range_lock_destroy(&a->write_lock);
 	stripe_locks_destroy(&a->stripe_locks);
 	pthread_mutex_destroy(&a->fail_lock);
+	paths_free(a); /* no one reads a member's path any more */
 	free(a);
 }
 

@@ -107,6 +107,13 @@ struct raid_array {
 	 * them.  A spare moves into a role's slot in members[] (spare.c).
 	 */
 	struct raid_member spares[RAID_MAX_SPARES];
+	/*
+	 * The paths of members a spare replaced: kept until the array closes,
+	 * as readers without a lock may hold them (member.h: path); a path
+	 * added again takes its string back from here.  fail_lock.
+	 */
+	char **old_paths;
+	unsigned nr_old_paths;
 	bool open_direct; /* how members are opened: cfg->direct, cfg->io */
 	enum raid_io_mode open_io;
 	struct event_runner *events;	/* event=PROGRAM, or NULL */
@@ -211,6 +218,34 @@ int array_fail_seen(struct raid_array *a, unsigned role, unsigned gen,
  * A request that skipped a member (or could have) is answered only then.
  */
 int failures_recorded(struct raid_array *a);
+/*
+ * Member paths (spare.c): path_retire keeps the path of a member a spare
+ * replaced until the array closes; path_reuse gives back the retired
+ * string equal to a spare's new path (freeing the new one, which no one
+ * has seen), so that adding one file again and again keeps one string;
+ * paths_free at close.  fail_lock held, but for paths_free.
+ */
+void path_retire(struct raid_array *a, char *path);
+char *path_reuse(struct raid_array *a, char *path);
+void paths_free(struct raid_array *a);
+
+/*
+ * A member named by role number ("2") or path, as it is now: all read in
+ * one hold of fail_lock, so the fields are of one member.  path lives as
+ * long as the array (member.h); uuid is its superblock's device UUID
+ * (has_uuid false in raw mode or for a role with no superblock).  gen
+ * tells whether the role still holds that member later (member.h: gen).
+ */
+struct member_ref {
+	unsigned role;
+	unsigned gen;
+	int state; /* enum raid_member_state */
+	const char *path;
+	bool has_uuid;
+	uint8_t uuid[16];
+};
+/* 0, or -ENOENT (no such role or path). */
+int member_find(struct raid_array *a, const char *spec, struct member_ref *ref);
 /* Remove a faulty member from its role (raid_remove_member); fail_lock. */
 int remove_locked(struct raid_array *a, unsigned role);
 /*

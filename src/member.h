@@ -26,7 +26,14 @@ struct fault;
 
 struct raid_member {
 	unsigned role;
-	char *path;
+	/*
+	 * The member's path, as given (NULL: none).  Read without a lock
+	 * (status, member lookup, log lines on the data path), so: atomic,
+	 * and the string it points at is never changed, nor freed while the
+	 * array is open, even after a spare took the role (spare.c retires
+	 * it; docs/locking.md, "Member paths").  It changes under fail_lock.
+	 */
+	char *_Atomic path;
 	int fd; /* -1 for members without one (tests) */
 	bool is_blk;
 	bool direct;		/* opened O_DIRECT */

@@ -1185,16 +1185,22 @@ meta_freshest(const struct raid_meta *meta)
 /* ---- status ------------------------------------------------------------ */
 
 void
-meta_status(const struct raid_meta *meta, struct raid_status *st)
+meta_status(struct raid_meta *meta, struct raid_status *st)
 {
-	const struct md_sb *ref = meta_freshest(meta);
+	const struct md_sb *ref;
 
-	if (!ref) {
+	if (!meta) {
 		return;
 	}
-	st->has_meta = true;
-	memcpy(st->uuid, ref->set_uuid, sizeof(st->uuid));
-	snprintf(st->name, sizeof(st->name), "%s", ref->set_name);
-	st->events = ref->events;
-	st->clean = ref->resync_offset == MD_RESYNC_DONE;
+	pthread_mutex_lock(&meta->lock);
+	ref = meta_freshest(meta);
+	if (ref) {
+		st->has_meta = true;
+		memcpy(st->uuid, ref->set_uuid, sizeof(st->uuid));
+		snprintf(st->name, sizeof(st->name), "%.*s",
+			 (int)sizeof(ref->set_name), ref->set_name);
+		st->events = ref->events;
+		st->clean = ref->resync_offset == MD_RESYNC_DONE;
+	}
+	pthread_mutex_unlock(&meta->lock);
 }

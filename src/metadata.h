@@ -159,8 +159,9 @@ int meta_set_dev(struct raid_meta *meta, uint32_t dev, uint16_t value);
 /* The freshest superblock kept (a failed member's is never updated). */
 const struct md_sb *meta_freshest(const struct raid_meta *meta);
 
-/* The identity and state for raid_status (nothing in raw mode). */
-void meta_status(const struct raid_meta *meta, struct raid_status *st);
+/* The identity and state for raid_status (nothing in raw mode); takes
+ * meta->lock (a superblock update may be under way). */
+void meta_status(struct raid_meta *meta, struct raid_status *st);
 
 /* Nanoseconds on the monotonic clock. */
 uint64_t meta_now_ns(void);

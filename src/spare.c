@@ -29,6 +29,13 @@
  *
  * Lock order: fail_lock, then meta->lock (the spare list changes under
  * both; meta_commit reads it under meta->lock).
+ *
+ * Paths: the member a spare replaces leaves its path string behind, on
+ * the array's list of old paths, freed only when the array closes:
+ * status, member lookup and log lines read a member's path without a
+ * lock and may hold it (docs/locking.md, "Member paths").  A spare whose
+ * path is on that list takes that string back, so the list holds each
+ * path at most once however often one file leaves and comes back.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -378,6 +385,8 @@ spare_enlist(struct raid_array *a, struct raid_member *m,
 		meta->nr_spares--;
 		raid_error("spare %s: recording it in the superblocks: %s",
 			   m->path, strerror(-r));
+	} else {
+		a->spares[i].path = m->path = path_reuse(a, m->path);
 	}
 	pthread_mutex_unlock(&meta->lock);
 	for (unsigned k = 0; k < a->nr_members && bad; k++) {
@@ -443,6 +452,51 @@ raid_add_member(struct raid_array *a, const char *path, bool force)
 	return spare_add(a, path, force, true);
 }
 
+/* ---- member paths ----------------------------------------------------------
+ */
+
+void
+path_retire(struct raid_array *a, char *path)
+{
+	char **v;
+
+	if (!path) {
+		return;
+	}
+	v = realloc(a->old_paths, (a->nr_old_paths + 1) * sizeof(*v));
+	if (!v) {
+		return; /* kept forever rather than freed early */
+	}
+	a->old_paths = v;
+	a->old_paths[a->nr_old_paths++] = path;
+}
+
+char *
+path_reuse(struct raid_array *a, char *path)
+{
+	for (unsigned i = 0; path && i < a->nr_old_paths; i++) {
+		char *old = a->old_paths[i];
+
+		if (strcmp(old, path) == 0) {
+			a->old_paths[i] = a->old_paths[--a->nr_old_paths];
+			free(path);
+			return old;
+		}
+	}
+	return path;
+}
+
+void
+paths_free(struct raid_array *a)
+{
+	for (unsigned i = 0; i < a->nr_old_paths; i++) {
+		free(a->old_paths[i]);
+	}
+	free(a->old_paths);
+	a->old_paths = NULL;
+	a->nr_old_paths = 0;
+}
+
 /* ---- taking a spare into a role ------------------------------------------ */
 
 /* The first role with no usable member (missing or faulty), or -1. */
@@ -465,7 +519,7 @@ spare_move(struct raid_array *a, unsigned role)
 {
 	struct raid_member *m = &a->members[role], *s = &a->spares[0];
 
-	free(m->path);
+	path_retire(a, m->path); /* status may still hold it */
 	m->path = s->path;
 	m->fd = s->fd;
 	m->is_blk = s->is_blk;
