@@ -241,7 +241,8 @@ const char *raid_req_kind_name(enum raid_req_kind k); /* "read" ... */
 
 struct raid_member_status {
 	unsigned role;
-	const char *path; /* NULL: no member was given for the role */
+	const char *path; /* NULL: no member was given for the role; the
+			     string lives as long as the array is open */
 	enum raid_member_state state;
 	uint64_t read_errors;	  /* member reads that failed */
 	uint64_t write_errors;	  /* writes, flushes, trims, zeros */
@@ -366,7 +367,7 @@ int raid_status(struct raid_array *a, struct raid_status *st);
 char *raid_status_json(const struct raid_status *st);
 
 /* A member by role number ("2") or path: its role, or -ENOENT. */
-int raid_member_lookup(const struct raid_array *a, const char *spec);
+int raid_member_lookup(struct raid_array *a, const char *spec);
 /*
  * mdadm --fail: mark the member faulty, recorded in the superblocks of
  * the others.  0 (also when it already was); -EBUSY when it holds the last

@@ -121,6 +121,7 @@ read_once(struct raid_array *a, struct req_mode mode, void *buf, uint64_t count,
 	if (!b) {
 		return -ENOMEM;
 	}
+	batch_pin(b, a->members, a->nr_members);
 	r = array_pieces(a, b, IO_READ, 0, mode, buf, count, off,
 			 a->chunk_bytes);
 	if (r == 0) {
@@ -171,6 +172,7 @@ rewrite_member(struct raid_array *a, const void *buf, uint64_t count,
 	if (!b) {
 		return -ENOMEM;
 	}
+	batch_pin(b, a->members, a->nr_members);
 	r = array_pieces(a, b, IO_WRITE, 0, mode, (void *)buf, count, off,
 			 a->write_piece_bytes);
 	if (r == 0) {
@@ -323,6 +325,7 @@ write_pieces(struct raid_array *a, int op, uint32_t flags, const void *buf,
 		if (!b) {
 			return -ENOMEM;
 		}
+		batch_pin(b, a->members, a->nr_members);
 		r = array_pieces(a, b, op, flags | defer, mode, (void *)buf,
 				 count, off, a->write_piece_bytes);
 		if (r == 0) {
@@ -632,7 +635,10 @@ flush_members(struct raid_array *a, uint64_t which)
 int
 array_flush(struct raid_array *a)
 {
-	return flush_members(a, ~0ull);
+	int r = flush_members(a, ~0ull);
+
+	/* A member skipped as failed: only once that is recorded. */
+	return r < 0 ? r : failures_recorded(a);
 }
 
 int
@@ -789,7 +795,9 @@ zero_checked(struct raid_array *a, uint64_t count, uint64_t offset,
 /*
  * The write-class requests, between state_write_start and _end: the first
  * after the array was clean marks it active in its superblocks first.  A
- * failed array (array.h: broken) takes none.
+ * failed array (array.h: broken) takes none.  Each answers success only
+ * once every member failure it may have seen (a member it skipped) is
+ * durable in the superblocks (failures_recorded; docs/degraded.md).
  */
 static int
 write_start(struct raid_array *a)
@@ -810,7 +818,7 @@ array_pwrite(struct raid_array *a, const void *buf, uint64_t count,
 		r = pwrite_checked(a, buf, count, offset, flags);
 		state_write_end(a);
 	}
-	return r;
+	return r < 0 ? r : failures_recorded(a);
 }
 
 int
@@ -823,7 +831,7 @@ array_trim(struct raid_array *a, uint64_t count, uint64_t offset,
 		r = trim_checked(a, count, offset, flags);
 		state_write_end(a);
 	}
-	return r;
+	return r < 0 ? r : failures_recorded(a);
 }
 
 int
@@ -836,7 +844,7 @@ array_zero(struct raid_array *a, uint64_t count, uint64_t offset,
 		r = zero_checked(a, count, offset, flags);
 		state_write_end(a);
 	}
-	return r;
+	return r < 0 ? r : failures_recorded(a);
 }
 
 int
@@ -1125,6 +1133,7 @@ array_free(struct raid_array *a)
 	range_lock_destroy(&a->write_lock);
 	stripe_locks_destroy(&a->stripe_locks);
 	pthread_mutex_destroy(&a->fail_lock);
+	paths_free(a); /* no one reads a member's path any more */
 	free(a);
 }
 
@@ -1191,9 +1200,16 @@ int
 array_create(const struct raid_config *cfg, struct raid_member *members,
 	     unsigned nr, const uint64_t *data_offsets, struct raid_array **out)
 {
-	struct raid_array *a = calloc(1, sizeof(*a));
+	struct raid_array *a;
 	int r;
 
+	/* The tables sized by members (raid_config.h): never past them. */
+	if (nr > RAID_MAX_MEMBERS) {
+		raid_error("%u members: nbdraid serves at most %d", nr,
+			   RAID_MAX_MEMBERS);
+		return -E2BIG;
+	}
+	a = calloc(1, sizeof(*a));
 	if (!a) {
 		return -ENOMEM;
 	}
@@ -1211,6 +1227,7 @@ array_create(const struct raid_config *cfg, struct raid_member *members,
 	for (unsigned i = 0; i < nr; i++) {
 		atomic_init(&members[i].next_read, UINT64_MAX);
 	}
+	atomic_init(&a->resync_next, UINT64_MAX);
 	r = array_geometry(a, cfg, data_offsets);
 	if (r < 0) {
 		array_free(a);
@@ -1239,21 +1256,68 @@ roles_str(uint64_t roles, char *buf, size_t len)
 }
 
 /*
- * May the array start with the roles in `missing` out?  Only if it can
- * produce every byte without them; a role the superblocks still count in
- * sync (`unrecorded`: its member may just be late) only with degraded=ok,
- * as mdadm wants --run; a parity array that is both dirty and degraded
- * only with force=true (md: "cannot start dirty degraded array"), which
- * then accepts that its parity may not match its data, as mdadm --force.
+ * md's rule for a parity array found dirty (not shut down cleanly) with a
+ * role not in sync, missing or being rebuilt (raid5_run: md counts every
+ * device that is not In_sync as degraded, recovery_offset or not): it
+ * does not start ("cannot start dirty degraded array"), since a write cut
+ * short by the crash may have reached data and not parity, and what is
+ * rebuilt or read from that parity would be wrong without anything saying
+ * so.  force=true starts it, marked clean, as mdadm --assemble --force.
+ */
+static int
+start_dirty(struct raid_array *a, const struct raid_config *cfg,
+	    uint64_t missing, uint64_t rebuilding)
+{
+	uint64_t out = missing | rebuilding;
+	char list[160], why[320];
+	int n = 0;
+
+	if (!out || !a->meta || a->meta->resync_cp == MD_RESYNC_DONE ||
+	    !a->layout->parity_member) {
+		return 0;
+	}
+	if (missing) {
+		n = snprintf(why, sizeof(why), "role%s %s missing",
+			     missing & (missing - 1) ? "s" : "",
+			     roles_str(missing, list, sizeof(list)));
+	}
+	if (rebuilding) {
+		snprintf(why + n, sizeof(why) - n, "%srole%s %s being rebuilt",
+			 n ? ", " : "",
+			 rebuilding & (rebuilding - 1) ? "s" : "",
+			 roles_str(rebuilding, list, sizeof(list)));
+	}
+	if (!cfg->force) {
+		raid_error(
+			"the array is degraded (%s) and was not shut down cleanly: its parity may not match its data, and the data of a member not in sync, rebuilt from it, cannot be trusted (md: cannot start dirty degraded array); force=true starts it anyway",
+			why);
+		return -EINVAL;
+	}
+	raid_error(
+		"force=true: starting a dirty degraded array (%s); parity that did not match its data gives wrong bytes for a member not in sync there",
+		why);
+	a->meta->resync_cp =
+		MD_RESYNC_DONE; /* marked clean, as mdadm --force */
+	return 0;
+}
+
+/*
+ * May the array start with the roles in `missing` out, and `rebuilding`
+ * being rebuilt?  Only if it can produce every byte without the missing
+ * ones; a role the superblocks still count in sync (`unrecorded`: its
+ * member may just be late) only with degraded=ok, as mdadm wants --run; a
+ * parity array that is both dirty and degraded only with force=true
+ * (start_dirty).
  */
 static int
 start_degraded(struct raid_array *a, const struct raid_config *cfg,
-	       uint64_t missing, uint64_t unrecorded)
+	       uint64_t missing, uint64_t unrecorded, uint64_t rebuilding)
 {
 	char list[160];
+	int r;
 
 	if (!missing) {
-		return 0;
+		return start_dirty(a, cfg, 0, rebuilding);
 	}
 	if (!a->layout->enough(&a->g, missing)) {
 		raid_error(
@@ -1273,22 +1337,14 @@ start_degraded(struct raid_array *a, const struct raid_config *cfg,
 				: "a member was named for it");
 		return -EINVAL;
 	}
-	if (a->meta && a->meta->resync_cp != MD_RESYNC_DONE &&
-	    a->layout->parity_member) {
-		if (!cfg->force) {
-			raid_error(
-				"the array is degraded and was not shut down cleanly: its parity may not match its data, and the missing member's data cannot be trusted (md: cannot start dirty degraded array); force=true starts it anyway");
-			return -EINVAL;
-		}
-		raid_error(
-			"force=true: starting a dirty degraded array; parity that did not match its data gives wrong bytes for the missing member there");
-		a->meta->resync_cp =
-			MD_RESYNC_DONE; /* marked clean, as mdadm --force */
+	r = start_dirty(a, cfg, missing, rebuilding);
+	if (r < 0) {
+		return r;
 	}
-	for (unsigned r = 0; a->meta && r < a->nr_members; r++) {
-		if ((unrecorded >> r) & 1) {
+	for (unsigned i = 0; a->meta && i < a->nr_members; i++) {
+		if ((unrecorded >> i) & 1) {
 			/* Written with the next superblock update, as md. */
-			meta_set_role(a->meta, r, MD_ROLE_SPARE);
+			meta_set_role(a->meta, i, MD_ROLE_SPARE);
 		}
 	}
 	snprintf(a->reason, sizeof(a->reason), "started without role%s %s",
@@ -1337,7 +1393,16 @@ open_md(const struct raid_config *cfg, struct raid_member *m, unsigned *nr,
 	r = array_create(&eff, m, *nr, geo.data_offset, out);
 	if (r == 0) {
 		(*out)->meta = meta;
-		r = start_degraded(*out, cfg, meta->missing, meta->unrecorded);
+		r = start_degraded(*out, cfg, meta->missing, meta->unrecorded,
+				   meta->rebuilding);
+	}
+	if (r == 0 && meta->resync_cp != MD_RESYNC_DONE) {
+		/* RAID 1 and 10: array sectors, as md (RAID 5 reads one place)
+		 */
+		atomic_store(
+			&(*out)->resync_next,
+			MIN(meta->resync_cp, UINT64_MAX / RAID_SECTOR_BYTES) *
+				RAID_SECTOR_BYTES);
 	}
 	if (r == 0 && !(*out)->layout->enough(&(*out)->g, array_lost(*out))) {
 		raid_error(
@@ -1392,7 +1457,7 @@ array_assemble(const struct raid_config *cfg, struct raid_member *m,
 	}
 	if (r == 0 && cfg->members) {
 		raw_missing(cfg, m, *nr, &missing, &named);
-		r = start_degraded(*out, cfg, missing, named);
+		r = start_degraded(*out, cfg, missing, named, 0);
 		if (r < 0) {
 			array_free(*out);
 			*out = NULL;
@@ -1550,7 +1615,8 @@ raid_get_info(const struct raid_array *a, struct raid_info *info)
 	info->preferred_block = MAX(info->preferred_block, NBD_MIN_PREFERRED);
 	info->max_block = NBD_MAX_BLOCK;
 	info->read_only = a->read_only;
-	info->data_offset = a->g.data_offset[0];
+	info->data_offset = __atomic_load_n(&a->g.data_offset[0],
+					    __ATOMIC_RELAXED); /* spare.c */
 	info->member_bytes = a->member_bytes;
 	a->layout->layout_name(&a->g, info->layout, sizeof(info->layout));
 }

@@ -17,7 +17,11 @@
  *   fail_lock    member state changes (member.h: state), `broken`,
  *                `reason` and the spares; taken by the data path only
  *                when a member I/O has failed, and by the control calls.
- *                Before meta->lock (the spares change under both).
+ *                Before meta->lock (the spares change under both).  Held
+ *                by a failure from marking the member faulty until the
+ *                record is durable: a request that must not be answered
+ *                before (failures_recorded) waits for it, holding no
+ *                other lock of the array's.
  * Everything else in the array is fixed after raid_open(); per-request
  * state (the batch, the bounce buffers, the io_uring ring) is per thread.
  */
@@ -74,7 +78,25 @@ struct raid_array {
 	 * from then on; reads are served where the data is still reachable.
 	 */
 	atomic_bool broken;
+	/*
+	 * Member failures marked (state faulty) and not yet durable in the
+	 * survivors' superblocks (md's rdev Blocked until FaultRecorded):
+	 * changed under fail_lock, read by every write-class request and
+	 * flush before it answers (failures_recorded).  Stays raised when
+	 * a failure could not be recorded (the array is then broken).
+	 */
+	atomic_uint unrecorded;
 	char reason[256]; /* why the array is degraded or failed */
+	/*
+	 * md's next_resync, in array bytes: while a resync is owed (the
+	 * superblocks' resync_offset not all ones), a read of a range that
+	 * ends at or past it goes to the first in-sync copy, the one the
+	 * resync copies from (md's read_balance: choose_first), so a block
+	 * whose copies differ reads one value until the resync keeps it.
+	 * Below it the copies agree and reads balance.  UINT64_MAX when no
+	 * resync is owed.  Moved by assembly and the resync (sync.c).
+	 */
+	atomic_uint_fast64_t resync_next;
 	/* Client requests per kind (raid.h: struct raid_status). */
 	struct {
 		atomic_uint_fast64_t requests, bytes, errors;
@@ -85,6 +107,13 @@ struct raid_array {
 	 * them.  A spare moves into a role's slot in members[] (spare.c).
 	 */
 	struct raid_member spares[RAID_MAX_SPARES];
+	/*
+	 * The paths of members a spare replaced: kept until the array closes,
+	 * as readers without a lock may hold them (member.h: path); a path
+	 * added again takes its string back from here.  fail_lock.
+	 */
+	char **old_paths;
+	unsigned nr_old_paths;
 	bool open_direct; /* how members are opened: cfg->direct, cfg->io */
 	enum raid_io_mode open_io;
 	struct event_runner *events;	/* event=PROGRAM, or NULL */
@@ -181,8 +210,53 @@ int array_checkpoint_recovery(struct raid_array *a, unsigned role,
  */
 int array_fail_seen(struct raid_array *a, unsigned role, unsigned gen,
 		    const char *why, enum fail_cause cause);
+/*
+ * Before a write-class request or a flush answers success: 0 once every
+ * member failure marked so far is durable in the superblocks (waiting, if
+ * one is being recorded, for fail_lock: the caller must hold no lock of
+ * the array's, nor I/O in flight); -EIO when one could not be recorded.
+ * A request that skipped a member (or could have) is answered only then.
+ */
+int failures_recorded(struct raid_array *a);
+/*
+ * Member paths (spare.c): path_retire keeps the path of a member a spare
+ * replaced until the array closes; path_reuse gives back the retired
+ * string equal to a spare's new path (freeing the new one, which no one
+ * has seen), so that adding one file again and again keeps one string;
+ * paths_free at close.  fail_lock held, but for paths_free.
+ */
+void path_retire(struct raid_array *a, char *path);
+char *path_reuse(struct raid_array *a, char *path);
+void paths_free(struct raid_array *a);
+
+/*
+ * A member named by role number ("2") or path, as it is now: all read in
+ * one hold of fail_lock, so the fields are of one member.  path lives as
+ * long as the array (member.h); uuid is its superblock's device UUID
+ * (has_uuid false in raw mode or for a role with no superblock).  gen
+ * tells whether the role still holds that member later (member.h: gen).
+ */
+struct member_ref {
+	unsigned role;
+	unsigned gen;
+	int state; /* enum raid_member_state */
+	const char *path;
+	bool has_uuid;
+	uint8_t uuid[16];
+};
+/* 0, or -ENOENT (no such role or path). */
+int member_find(struct raid_array *a, const char *spec, struct member_ref *ref);
 /* Remove a faulty member from its role (raid_remove_member); fail_lock. */
 int remove_locked(struct raid_array *a, unsigned role);
+/*
+ * After meta_commit's r and *bad (meta->lock let go, fail_lock held):
+ * fail each member whose superblock write failed, the update then being
+ * on every member left (their failure's record wrote it again).  0 when
+ * every one of them could be failed (a superblock write error fails the
+ * member, not what wrote it), -EIO when one holds the last copy of some
+ * data; r as it was when nothing failed on a member (ENOMEM).
+ */
+int fail_unwritten(struct raid_array *a, int r, uint64_t bad);
 /* Fail role (array_fail's work); fail_lock held. */
 int fail_locked(struct raid_array *a, unsigned role, const char *why,
 		enum fail_cause cause);

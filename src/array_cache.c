@@ -129,9 +129,14 @@ log_overlap(const struct raid_array *a, const char *path)
 	}
 	lm = &all[n++];
 	lm->path = (char *)path;
-	lm->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (lm->fd < 0 || fstat(lm->fd, &st) < 0) {
-		r = -errno;
+	lm->fd = member_open_path(path, O_RDONLY, &st);
+	if (lm->fd == -EINVAL && st.st_mode) {
+		r = -EINVAL;
+		raid_error(
+			"cache-log %s: %s, not a regular file or block device",
+			path, member_type_name(st.st_mode));
+	} else if (lm->fd < 0) {
+		r = lm->fd;
 		raid_error("cache-log %s: %s", path, strerror(-r));
 	} else if (S_ISBLK(st.st_mode)) {
 		lm->is_blk = true;

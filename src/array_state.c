@@ -50,13 +50,18 @@ sb_live(const struct raid_array *a, unsigned i)
 	return a->meta->members[i].present && member_alive(&a->members[i]);
 }
 
-/* Mark every member's bitmap stale, once; under meta->lock. */
+/*
+ * Mark every member's bitmap stale, once; under meta->lock.  A member
+ * whose bitmap could not be read or written is in *bad, as a superblock
+ * write error (for the caller to fail); the bitmap is marked only when
+ * every live member's is.
+ */
 static int
-bitmap_stale(struct raid_array *a)
+bitmap_stale(struct raid_array *a, uint64_t *bad)
 {
 	struct raid_meta *meta = a->meta;
 	uint8_t *buf = NULL;
-	int r = 0;
+	int r = 0, err = 0;
 
 	if (!meta->bitmap || meta->bitmap_stale) {
 		return 0;
@@ -73,30 +78,39 @@ bitmap_stale(struct raid_array *a)
 				    .buf = buf,
 				    .len = MD_SB_BYTES,
 				    .off = at };
+		int e;
 
 		if (!sb_live(a, i)) {
 			continue;
 		}
-		r = a->members[i].be->submit_wait(&q, 1);
-		if (r == 0 && md_bitmap_mark_stale(buf, MD_SB_BYTES,
+		e = a->members[i].be->submit_wait(&q, 1);
+		if (e == 0 && md_bitmap_mark_stale(buf, MD_SB_BYTES,
 						   mm->sb.set_uuid) < 0) {
 			raid_error(
 				"member %s: no md bitmap of this array at sector %lld from the superblock",
 				a->members[i].path,
 				(long long)mm->sb.bitmap_offset);
 			r = -EINVAL;
+			break;
 		}
-		if (r == 0) {
+		if (e == 0) {
 			q = (struct io_req){ .m = &a->members[i],
 					     .op = IO_WRITE,
 					     .flags = IO_FUA,
 					     .buf = buf,
 					     .len = MD_SB_BYTES,
 					     .off = at };
-			r = a->members[i].be->submit_wait(&q, 1);
+			e = a->members[i].be->submit_wait(&q, 1);
+		}
+		if (e < 0) {
+			raid_error("member %s: marking its bitmap stale: %s",
+				   a->members[i].path, strerror(-e));
+			*bad |= 1ull << i;
+			err = e;
 		}
 	}
 	free(buf);
+	r = r < 0 ? r : err;
 	meta->bitmap_stale = r == 0;
 	return r;
 }
@@ -182,9 +196,10 @@ static int
 mark(struct raid_array *a, bool active, uint64_t *bad)
 {
 	struct raid_meta *meta = a->meta;
-	int r = active ? bitmap_stale(a) : 0;
+	int r;
 
 	*bad = 0;
+	r = active ? bitmap_stale(a, bad) : 0;
 	for (unsigned i = 0; i < meta->nr && r == 0; i++) {
 		meta->members[i].sb.resync_offset =
 			active ? 0 : meta->resync_cp;
@@ -202,26 +217,45 @@ mark(struct raid_array *a, bool active, uint64_t *bad)
 /*
  * A member whose superblock write failed is failed like one whose data
  * write failed (md_error from super_written); 0 when every one of them
- * could be, so that the mark can be tried again without them.
+ * could be, so that the mark can be tried again without them.  gen: each
+ * member's gen when its write was issued (under meta->lock, as a spare's
+ * move): a spare that took the role since is not failed for it.
  */
 static int
-fail_bad(struct raid_array *a, uint64_t bad)
+fail_bad(struct raid_array *a, uint64_t bad, const unsigned *gen)
 {
 	for (unsigned i = 0; i < a->nr_members; i++) {
 		if (((bad >> i) & 1) &&
-		    array_fail(a, i, "superblock write error", FAIL_WRITE) <
-			    0) {
+		    array_fail_seen(a, i, gen[i], "superblock write error",
+				    FAIL_WRITE) < 0) {
 			return -EIO;
 		}
 	}
 	return 0;
 }
 
+/* Each member's gen, for fail_bad; under meta->lock. */
+static void
+note_gens(const struct raid_array *a, unsigned *gen)
+{
+	for (unsigned i = 0; i < a->nr_members; i++) {
+		gen[i] = atomic_load(&a->members[i].gen);
+	}
+}
+
+/*
+ * Mark the array active, unless someone else has (a write of theirs got
+ * in first); the members whose superblock write failed are failed, and
+ * the mark tried again without them, as long as the array can do without
+ * them: a superblock write that fails on one member never fails the
+ * request, only the member.
+ */
 int
 state_write_start(struct raid_array *a)
 {
 	struct raid_meta *meta = a->meta;
-	uint64_t bad = 0;
+	unsigned gen[RAID_MAX_MEMBERS];
+	uint64_t bad;
 	int r = 0;
 
 	if (!meta) {
@@ -232,16 +266,21 @@ state_write_start(struct raid_array *a)
 		return 0;
 	}
 	for (unsigned tries = 0; tries <= a->nr_members; tries++) {
+		/* Each try stands alone: a mark made by another thread
+		 * since the last one leaves nothing to do. */
+		r = 0;
+		bad = 0;
 		pthread_mutex_lock(&meta->lock);
 		if (!atomic_load(&meta->dirty)) {
 			r = mark(a, true, &bad);
+			note_gens(a, gen);
 			if (r == 0) {
 				atomic_store(&meta->dirty, true);
 				state_wake(a);
 			}
 		}
 		pthread_mutex_unlock(&meta->lock);
-		if (r == 0 || !bad || fail_bad(a, bad) < 0) {
+		if (r == 0 || !bad || fail_bad(a, bad, gen) < 0) {
 			break;
 		}
 	}
@@ -304,6 +343,14 @@ try_clean(struct raid_array *a, uint64_t *bad)
 		return -EBUSY;
 	}
 	r = flush_all(a, bad);
+	/*
+	 * A failure marked and not recorded yet: the member may have been
+	 * skipped by that flush, and a crash before the record would take
+	 * it back in sync under a clean mark.  Clean once it is recorded.
+	 */
+	if (r == 0 && atomic_load(&a->unrecorded)) {
+		r = -EBUSY;
+	}
 	if (r == 0) {
 		r = mark(a, false, bad);
 	}
@@ -318,16 +365,20 @@ static int
 clean(struct raid_array *a)
 {
 	struct raid_meta *meta = a->meta;
-	uint64_t bad = 0;
+	unsigned gen[RAID_MAX_MEMBERS];
+	uint64_t bad;
 	int r = 0;
 
 	for (unsigned tries = 0; tries <= a->nr_members; tries++) {
+		r = 0; /* each try stands alone, as state_write_start's */
+		bad = 0;
 		pthread_mutex_lock(&meta->lock);
 		if (atomic_load(&meta->dirty)) {
 			r = try_clean(a, &bad);
+			note_gens(a, gen);
 		}
 		pthread_mutex_unlock(&meta->lock);
-		if (r == 0 || !bad || fail_bad(a, bad) < 0) {
+		if (r == 0 || !bad || fail_bad(a, bad, gen) < 0) {
 			break;
 		}
 	}

@@ -26,6 +26,7 @@
 
 #include "cache_log_int.h"
 #include "io/fault.h"
+#include "member.h"
 #include "util.h"
 
 /* Header fields (docs/cache.md); 112..127 reserved, zero. */
@@ -351,30 +352,39 @@ clog_fd_open(struct clog *l, bool rw, uint64_t *size, char *why, size_t wl)
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 	struct stat st;
 	unsigned lbs = 512;
+	int fd;
 
+	/* Only a file or a block device, opened so that nothing waits (a
+	 * FIFO is refused before any open: member_open_path). */
 	if (stat(l->path, &st) < 0) {
 		return clog_fail(why, wl, -errno, "%s: %s", l->path,
 				 strerror(errno));
 	}
-	if (S_ISBLK(st.st_mode)) {
-		l->direct = true;
-		l->fd = open(l->path, (rw ? O_RDWR | O_EXCL : O_RDONLY) |
-					      O_DIRECT | O_CLOEXEC);
-		if (l->fd < 0 && errno == EBUSY) {
-			return clog_fail(
-				why, wl, -EBUSY,
-				"%s: in use (mounted, in an md array, or another nbdraid's log)",
-				l->path);
-		}
-	} else if (S_ISREG(st.st_mode)) {
-		l->fd = open(l->path, (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC);
-	} else {
-		return clog_fail(why, wl, -EINVAL,
-				 "%s: not a file or a block device", l->path);
+	l->direct = S_ISBLK(st.st_mode);
+	fd = member_open_path(l->path,
+			      l->direct ? (rw ? O_RDWR | O_EXCL : O_RDONLY) |
+						  O_DIRECT
+					: (rw ? O_RDWR : O_RDONLY),
+			      &st);
+	l->fd = fd < 0 ? -1 : fd;
+	if (fd == -EBUSY && l->direct) {
+		return clog_fail(
+			why, wl, -EBUSY,
+			"%s: in use (mounted, in an md array, or another nbdraid's log)",
+			l->path);
 	}
-	if (l->fd < 0) {
-		return clog_fail(why, wl, -errno, "%s: open: %s", l->path,
-				 strerror(errno));
+	if (fd == -EINVAL && st.st_mode) {
+		return clog_fail(why, wl, -EINVAL,
+				 "%s: %s, not a file or a block device",
+				 l->path, member_type_name(st.st_mode));
+	}
+	if (fd < 0) {
+		return clog_fail(why, wl, fd, "%s: open: %s", l->path,
+				 strerror(-fd));
+	}
+	if (S_ISBLK(st.st_mode) != l->direct) {
+		return clog_fail(why, wl, -EAGAIN, "%s: changed while opened",
+				 l->path);
 	}
 	if (rw && !l->direct && fcntl(l->fd, F_OFD_SETLK, &fl) < 0) {
 		int e = errno;

@@ -14,17 +14,21 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cache.h"
 #include "io/fault.h"
 #include "layout/layout.h"
 #include "log.h"
+#include "member.h"
 #include "raid_config.h"
 #include "util.h"
 
@@ -36,6 +40,8 @@ enum source {
 };
 
 #define MAX_OPTIONS 32
+/* A config file line, comment and all, is at most this long. */
+#define RAID_CONFIG_MAX_LINE (64u << 10)
 
 struct raid_config_sources {
 	enum source from[MAX_OPTIONS]; /* per option-table row */
@@ -560,8 +566,9 @@ static const struct option options[] = {
 	  "Run PROGRAM EVENT ARRAY [MEMBER] on each event\n"
 	  "(Fail, MemberRemoved ...: docs/control.md)." },
 	{ "fault", set_fault, true, "fault=ROLE:RULES",
-	  "Make member ROLE fail or slow down, for tests and\n"
-	  "rehearsals; repeat (docs/nbdkit-raid-plugin.md)." },
+	  "Make member ROLE (or cache=log's log: ROLE log) fail\n"
+	  "or slow down, for tests and rehearsals; repeat\n"
+	  "(docs/nbdkit-raid-plugin.md)." },
 	{ "data-offset", set_data_offset, false, "data-offset=SIZE",
 	  "Raw: array data starts SIZE into every member\n"
 	  "(default 0); 2048s = 2048 sectors, as mdadm --examine\n"
@@ -819,42 +826,152 @@ set_from_file(struct raid_config *c, const char *dir, const char *key,
 	return raid_config_set(c, key, value);
 }
 
+/*
+ * One line of f into *buf (grown as needed, NUL-terminated, without its
+ * newline), *len its length: 1, 0 at the end of the file, -EFBIG past
+ * RAID_CONFIG_MAX_LINE, -EIO on a read error.  A NUL byte in the line is
+ * kept (and refused by the caller: what follows it would be lost unseen).
+ */
+static int
+read_line(FILE *f, char **buf, size_t *cap, size_t *len)
+{
+	int ch = EOF;
+
+	*len = 0;
+	while ((ch = getc(f)) != EOF && ch != '\n') {
+		if (*len >= RAID_CONFIG_MAX_LINE) {
+			return -EFBIG;
+		}
+		if (*len + 1 >= *cap) {
+			size_t n = *cap ? *cap * 2 : 256;
+			char *p;
+
+			p = realloc(*buf, n);
+			if (!p) {
+				return -ENOMEM;
+			}
+			*buf = p;
+			*cap = n;
+		}
+		(*buf)[(*len)++] = (char)ch;
+	}
+	if (ferror(f)) {
+		return -EIO;
+	}
+	if (ch == EOF && *len == 0) {
+		return 0;
+	}
+	if (!*buf && !(*buf = malloc(*cap = 1))) {
+		return -ENOMEM;
+	}
+	(*buf)[*len] = '\0';
+	return 1;
+}
+
+/* One line: blank, a comment, or key = value (a comment may follow). */
+static int
+load_line(struct raid_config *c, char *line, const char *dir, unsigned lineno)
+{
+	char *s, *eq, *hash;
+	int r;
+
+	hash = strchr(line, '#');
+	if (hash) {
+		*hash = '\0';
+	}
+	s = strip_spaces(line);
+	if (!*s) {
+		return 0;
+	}
+	eq = strchr(s, '=');
+	if (!eq) {
+		raid_error("config file %s line %u: expected key = value",
+			   c->sources->file, lineno);
+		return -EINVAL;
+	}
+	*eq = '\0';
+	r = set_from_file(c, dir, strip_spaces(s), strip_spaces(eq + 1));
+	if (r < 0) {
+		raid_error("config file %s line %u: rejected", c->sources->file,
+			   lineno);
+	}
+	return r;
+}
+
+/*
+ * Every line, whatever its length up to RAID_CONFIG_MAX_LINE (a comment
+ * runs to the end of its line and never becomes a setting); a longer
+ * line, or one with a NUL byte, is refused by its number.
+ */
 static int
 load_lines(struct raid_config *c, FILE *f, const char *dir)
 {
-	char line[4096];
+	char *line = NULL;
+	size_t cap = 0, len;
 	unsigned lineno = 0;
 	int r;
 
-	while (fgets(line, sizeof(line), f)) {
-		char *s, *eq, *hash;
-
+	while ((r = read_line(f, &line, &cap, &len)) > 0) {
 		lineno++;
-		hash = strchr(line, '#');
-		if (hash) {
-			*hash = '\0';
-		}
-		s = strip_spaces(line);
-		if (!*s) {
-			continue;
-		}
-		eq = strchr(s, '=');
-		if (!eq) {
+		if (strlen(line) != len) {
 			raid_error(
-				"config file %s line %u: expected key = value",
+				"config file %s line %u: a NUL byte (not a text file?)",
 				c->sources->file, lineno);
-			return -EINVAL;
+			r = -EINVAL;
+			break;
 		}
-		*eq = '\0';
-		r = set_from_file(c, dir, strip_spaces(s),
-				  strip_spaces(eq + 1));
+		r = load_line(c, line, dir, lineno);
 		if (r < 0) {
-			raid_error("config file %s line %u: rejected",
-				   c->sources->file, lineno);
-			return r;
+			break;
 		}
 	}
-	return 0;
+	if (r == -EFBIG) {
+		raid_error("config file %s line %u: longer than %u bytes",
+			   c->sources->file, lineno + 1, RAID_CONFIG_MAX_LINE);
+	} else if (r == -EIO) {
+		raid_error("config file %s: read error after line %u",
+			   c->sources->file, lineno);
+	}
+	free(line);
+	return r;
+}
+
+/* The file: a regular file, opened so that no open waits (a FIFO). */
+static FILE *
+open_config(const char *path)
+{
+	struct stat st;
+	FILE *f;
+	int fd;
+
+	fd = member_open_path(path, O_RDONLY, &st);
+	if (fd == -EINVAL && st.st_mode) {
+		raid_error("config file %s: %s, not a regular file", path,
+			   member_type_name(st.st_mode));
+		errno = EINVAL;
+		return NULL;
+	}
+	if (fd >= 0 && !S_ISREG(st.st_mode)) {
+		raid_error("config file %s: %s, not a regular file", path,
+			   member_type_name(st.st_mode));
+		close(fd);
+		errno = EINVAL;
+		return NULL;
+	}
+	if (fd < 0) {
+		raid_error("config file %s: %s", path, strerror(-fd));
+		errno = -fd;
+		return NULL;
+	}
+	f = fdopen(fd, "r");
+	if (!f) {
+		int e = errno;
+
+		raid_error("config file %s: %s", path, strerror(e));
+		close(fd);
+		errno = e;
+	}
+	return f;
 }
 
 int
@@ -880,11 +997,9 @@ raid_config_load(struct raid_config *c, const char *path)
 		raid_error("config file %s: %s", path, strerror(errno));
 		return r;
 	}
-	f = fopen(src->file, "re");
+	f = open_config(src->file);
 	if (!f) {
-		r = -errno;
-		raid_error("config file %s: %s", src->file, strerror(errno));
-		return r;
+		return -errno;
 	}
 	snprintf(dir, sizeof(dir), "%s", src->file);
 	slash = strrchr(dir, '/');
@@ -971,6 +1086,11 @@ raid_config_check_raw(const struct raid_config *c)
 		return -EINVAL;
 	}
 	l = layout_find(c->level);
+	if (c->nr_members > RAID_MAX_MEMBERS) {
+		raid_error("%u members: nbdraid serves at most %d",
+			   c->nr_members, RAID_MAX_MEMBERS);
+		return -E2BIG;
+	}
 	if (c->nr_members < l->min_members) {
 		raid_error("level %d needs at least %u member%s, have %u",
 			   c->level, l->min_members,

@@ -7,13 +7,16 @@
  * that cannot be ours fails the server's start: a path that exists and is
  * not a socket, or a socket somebody listens on, is refused and left as it
  * is; a socket nobody listens on (a server killed before it could remove
- * it: connect says ECONNREFUSED) is replaced.  The socket is mode 0600:
- * only its owner (and root) may steer the array.
+ * it: connect says ECONNREFUSED) is replaced.  The socket is mode 0600
+ * from birth: fchmod on the socket before bind (Linux gives the node that
+ * mode, less the umask), never a chmod of the path, which a symlink put
+ * there could send elsewhere; the node bound is then checked with lstat.
  *
  * One thread (control_start, after the fork) serves every client with
- * poll(2) over the stop eventfd, the listening socket and the clients, all
- * non-blocking.  A client sends one JSON object per line and gets one
- * answer per line, in order:
+ * poll(2) over the stop eventfd, the listening socket, two eventfds that
+ * say a command thread ended, and the clients, all non-blocking.  A
+ * client sends one JSON object per line and gets one answer per line, in
+ * order:
  *
  *   {"command":"status"}             {"ok":true,"status":{...}}
  *   {"command":"fail","member":"1"}  {"ok":true,"role":1,"path":...}
@@ -23,29 +26,41 @@
  *   {"command":"scrub","action":"check"|"repair"|"stop"}
  *   {"command":"cache","action":"flush"}
  *
- * A bad line (not JSON, not an object, an unknown command, longer than
- * CONTROL_LINE_MAX) gets an error answer and the connection goes on.
- * Answers queue per client; a client that does not read them is not read
- * from past CONTROL_OUT_MAX, so it stalls only itself.  Requests run on
- * this thread one at a time: status is a few atomic loads, fail, remove
- * and add write superblocks, scrub waits (SCRUB_SHOW_MS at most) until
- * its pass shows in the status, so no client waits long behind another.
- * cache flush can take minutes (a large cache over slow members): it runs
- * on a thread of its own, and the clients that asked wait for its answer
- * (their next lines are not read before it, so answers stay in order)
- * while the others are served.  A client that asks while a flush runs
- * waits for another one, started when that one ends: a flush covers the
- * writes acknowledged before it was asked for.
+ * control_parse (control_req.c) turns a line into a command or the error
+ * answered (not JSON, not an object, an unknown command, a string that
+ * holds a NUL or is not UTF-8, longer than CONTROL_LINE_MAX); the
+ * connection goes on after an error.
  *
- * control_close() wakes the thread through the eventfd, joins it, closes
- * the clients and removes the socket, if the path is still the socket it
- * bound (same device and inode).
+ * This thread never runs a command that touches the array: it could wait
+ * (fail, remove and add write superblocks and take fail_lock, which the
+ * core holds across a remove's wait for I/O in flight; scrub waits until
+ * its pass shows; status waits for a state change under way).  Each runs
+ * on a thread of its own (a job), the asking client's next lines unread
+ * until its answer is queued, so answers stay in order and one client's
+ * slow command stalls only that client; the thread ends by writing
+ * job_fd, and this thread joins it and queues its answer (dropped if the
+ * client left meanwhile).  cache flush has a thread of its own too (one
+ * at a time, shared by the clients that asked while it ran, see below).
+ *
+ * Clients: CONTROL_CLIENTS_MAX at once.  When every place is taken, a new
+ * connection still gets one: the client quiet the longest (nothing sent or
+ * received, no command of its running) is told why and closed, so idle
+ * clients, or clients that never finish a line, cannot lock the operator
+ * out.  Answers queue per client; a client that does not read them is not
+ * read from past CONTROL_OUT_MAX, so it stalls only itself.
+ *
+ * control_close() sets `stopping` (a scrub waiting to show gives up),
+ * wakes the thread through the eventfd, joins it, joins the command
+ * threads (each bounded: the core's waits are), closes the clients and
+ * removes the socket, if the path is still the socket it bound (same
+ * device and inode).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,24 +77,45 @@
 #include "array.h"
 #include "cache.h"
 #include "control.h"
+#include "control_req.h"
 #include "log.h"
 #include "status_json.h"
+#include "text.h"
+#include "util.h"
 
-#define CONTROL_LINE_MAX    4096      /* a request, its newline included */
-#define CONTROL_CLIENTS_MAX 16	      /* more wait in the listen backlog */
-#define CONTROL_OUT_MAX	    (1 << 20) /* answers queued before reading stops */
-#define CONTROL_BACKLOG	    16
-#define SCRUB_SHOW_MS	    5000 /* scrub answers once its pass shows */
+#define CONTROL_OUT_MAX (1 << 20) /* answers queued before reading stops */
+#define CONTROL_BACKLOG 16
+#define SCRUB_SHOW_MS	5000 /* scrub answers once its pass shows */
+#define POLL_FIXED	4    /* stop, listen, flush and job eventfds */
 
 struct client {
-	int fd; /* -1: a free slot */
+	int fd;	     /* -1: a free slot */
+	uint64_t id; /* the connection's number: a job's answer finds it */
 	char in[CONTROL_LINE_MAX];
 	size_t in_len;
 	bool skipping; /* in a line too long: drop up to its newline */
 	char *out;     /* answers not yet sent: out[out_off..out_len) */
 	size_t out_len, out_off;
-	bool flush_wait; /* waits for a cache flush's answer */
-	bool flush_next; /* ... of the next flush, not the one running */
+	uint64_t last_ns; /* last byte received or sent, or accepted */
+	bool job;	  /* a command of its runs on a job thread */
+	bool flush_wait;  /* waits for a cache flush's answer */
+	bool flush_next;  /* ... of the next flush, not the one running */
+};
+
+/*
+ * A command on a thread of its own.  The thread reads req and writes
+ * answer and done; the control thread reads them once done is set, and
+ * joins it.  The list and the rest are the control thread's.
+ */
+struct job {
+	struct job *next;
+	struct control_server *cs;
+	uint64_t client; /* the id of the client that asked */
+	struct control_req req;
+	pthread_t thread;
+	bool threaded; /* a thread to join (else it ran on the caller's) */
+	struct json_object *answer;
+	atomic_bool done;
 };
 
 /* Only the thread touches the clients; the rest is fixed once open. */
@@ -92,7 +128,11 @@ struct control_server {
 	int stop_fd; /* eventfd: control_close wakes the thread */
 	pthread_t thread;
 	bool running;
+	atomic_bool stopping; /* control_close began: waits give up */
 	struct client clients[CONTROL_CLIENTS_MAX];
+	uint64_t next_id;
+	int job_fd;	  /* eventfd: a job ended */
+	struct job *jobs; /* running, or ended and not yet answered */
 	/* cache flush: flush_fd, an eventfd the flush thread writes when it
 	 * ends, after flush_result (the thread's only write: the control
 	 * thread reads it after pthread_join).  The rest is the control
@@ -103,6 +143,15 @@ struct control_server {
 	bool flush_again;   /* a client waits for the next flush */
 	int flush_result;
 };
+
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 /* ---- answers ----------------------------------------------------------- */
 
@@ -139,33 +188,35 @@ ok_object(void)
 	return o;
 }
 
-static void answer_error(struct client *c, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+static struct json_object *error_object(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
 
-static void
-answer_error(struct client *c, const char *fmt, ...)
+/* {"ok":false,"error":...}; outside bytes in it (a path) as \xNN. */
+static struct json_object *
+error_object(const char *fmt, ...)
 {
 	struct json_object *o = json_object_new_object();
-	char msg[512];
+	char msg[CONTROL_WHY_MAX];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (o && (json_object_object_add(o, "ok",
-					 json_object_new_boolean(false)) < 0 ||
-		  json_object_object_add(o, "error",
-					 json_object_new_string(msg)) < 0)) {
+	msg[utf8_cut(msg, strlen(msg))] = '\0';
+	if (o &&
+	    (json_object_object_add(o, "ok", json_object_new_boolean(false)) <
+		     0 ||
+	     json_object_object_add(o, "error", status_json_text(msg)) < 0)) {
 		json_object_put(o);
 		o = NULL;
 	}
-	answer(c, o);
+	return o;
 }
 
-/* ---- commands ---------------------------------------------------------- */
+/* ---- commands (on a job's thread) -------------------------------------- */
 
-static void
-cmd_status(struct control_server *cs, struct client *c)
+static struct json_object *
+cmd_status(struct control_server *cs)
 {
 	struct raid_status *st = malloc(sizeof(*st));
 	struct json_object *o = ok_object(), *s = NULL;
@@ -179,18 +230,37 @@ cmd_status(struct control_server *cs, struct client *c)
 		json_object_put(o);
 		o = NULL;
 	}
-	answer(c, o);
+	return o;
+}
+
+/*
+ * remove, of the member ref names: only if its role still holds it (a
+ * spare that took the role since is never removed in its place; the
+ * member is out already then: 0).  *state: the member's state after.
+ */
+static int
+remove_seen(struct raid_array *a, const struct member_ref *ref, int *state)
+{
+	struct raid_member *m = &a->members[ref->role];
+	int r = 0;
+
+	pthread_mutex_lock(&a->fail_lock);
+	*state = RAID_MEMBER_MISSING;
+	if (atomic_load(&m->gen) == ref->gen) {
+		r = remove_locked(a, ref->role);
+		*state = atomic_load(&m->state);
+	}
+	pthread_mutex_unlock(&a->fail_lock);
+	return r;
 }
 
 /* Why the core refused, in words (the errno alone says little). */
 static const char *
-refusal(const char *cmd, int err, const struct raid_member *m)
+refusal(bool fail, int err, int state)
 {
-	int state = atomic_load(&m->state);
-
 	switch (err) {
 	case EBUSY:
-		if (strcmp(cmd, "fail") == 0) {
+		if (fail) {
 			return "it holds the last copy of some data";
 		}
 		return state == RAID_MEMBER_IN_SYNC ||
@@ -204,170 +274,127 @@ refusal(const char *cmd, int err, const struct raid_member *m)
 	}
 }
 
-/* "member": "2" or a path (a number is taken as a role too). */
-static int
-request_member(struct control_server *cs, struct client *c, const char *cmd,
-	       struct json_object *req)
+/* The member a fail or remove acted on: role, path, device UUID, state. */
+static struct json_object *
+member_answer(const struct member_ref *ref, int state)
 {
-	struct json_object *m;
-	const char *spec;
-	int role;
+	struct json_object *o = ok_object();
+	char uuid[UUID_STR_BYTES];
 
-	if (!json_object_object_get_ex(req, "member", &m) ||
-	    !(json_object_is_type(m, json_type_string) ||
-	      json_object_is_type(m, json_type_int))) {
-		answer_error(c,
-			     "which member? {\"command\":\"%s\","
-			     "\"member\":ROLE or PATH}",
-			     cmd);
-		return -EINVAL;
+	if (!o) {
+		return NULL;
 	}
-	spec = json_object_get_string(m);
-	role = raid_member_lookup(cs->a, spec);
-	if (role < 0) {
-		answer_error(c,
-			     "member '%s': no such member (a role 0..%u or a "
-			     "member's path)",
-			     spec, cs->a->nr_members - 1);
+	if (ref->has_uuid) {
+		uuid_format(ref->uuid, uuid);
 	}
-	return role;
+	json_object_object_add(o, "role", json_object_new_int((int)ref->role));
+	json_object_object_add(o, "path",
+			       ref->path ? status_json_text(ref->path) : NULL);
+	json_object_object_add(o, "device_uuid",
+			       ref->has_uuid ? json_object_new_string(uuid)
+					     : NULL);
+	json_object_object_add(
+		o, "state",
+		json_object_new_string(raid_member_state_name(state)));
+	return o;
 }
 
-/* fail and remove: the core's call, then the member as it is now. */
-static void
-cmd_member(struct control_server *cs, struct client *c, const char *cmd,
-	   struct json_object *req)
+/*
+ * fail and remove act on the member the request named, as it was when
+ * looked up (member_find): a spare that took its role since is never
+ * failed or removed in its place, and the answer names that member.
+ */
+static struct json_object *
+cmd_member(struct control_server *cs, const struct control_req *req)
 {
-	int role = request_member(cs, c, cmd, req);
-	const struct raid_member *m;
-	struct json_object *o;
-	const char *why;
-	int r;
+	bool fail = req->cmd == CONTROL_FAIL;
+	struct member_ref ref;
+	const char *why, *path;
+	int r = member_find(cs->a, req->member, &ref);
+	int state = RAID_MEMBER_FAULTY;
 
-	if (role < 0) {
-		return;
+	if (r < 0) {
+		return error_object("member '%s': no such member (a role 0..%u "
+				    "or a member's path)",
+				    req->member, cs->a->nr_members - 1);
 	}
-	m = &cs->a->members[role];
-	raid_debug("control: %s member %d (%s)", cmd, role,
-		   m->path ? m->path : "none");
-	if (strcmp(cmd, "fail") == 0) {
-		r = raid_fail_member(cs->a, role, "failed by the operator");
+	path = ref.path ? ref.path : "none";
+	raid_debug("control: %s member %u (%s)", fail ? "fail" : "remove",
+		   ref.role, path);
+	if (ref.state == RAID_MEMBER_MISSING) {
+		r = -ENOENT;
+	} else if (fail) {
+		r = array_fail_seen(cs->a, ref.role, ref.gen,
+				    "failed by the operator", FAIL_OPERATOR);
 	} else {
-		r = raid_remove_member(cs->a, role);
+		r = remove_seen(cs->a, &ref, &state);
+	}
+	if (r == -EBUSY && fail) {
+		raid_error("member %u (%s) holds the last copy of some data: "
+			   "not failed",
+			   ref.role, path);
 	}
 	if (r < 0) {
-		why = refusal(cmd, -r, m);
-		answer_error(c, "member %d (%s): %s%s%s", role,
-			     m->path ? m->path : "none", strerror(-r),
-			     why ? ": " : "", why ? why : "");
-		return;
+		why = refusal(fail, -r, state);
+		return error_object("member %u (%s): %s%s%s", ref.role, path,
+				    strerror(-r), why ? ": " : "",
+				    why ? why : "");
 	}
-	o = ok_object();
-	if (o) {
-		json_object_object_add(o, "role", json_object_new_int(role));
-		json_object_object_add(o, "path",
-				       m->path ? json_object_new_string(m->path)
-					       : NULL);
-		json_object_object_add(
-			o, "state",
-			json_object_new_string(raid_member_state_name(
-				atomic_load(&m->state))));
-	}
-	answer(c, o);
-}
-
-/* The member an add took in: its role and state, or a spare. */
-static void
-answer_added(struct control_server *cs, struct client *c, const char *path)
-{
-	int role = raid_member_lookup(cs->a, path);
-	struct json_object *o = ok_object();
-	int state = role < 0 ? RAID_MEMBER_SPARE
-			     : atomic_load(&cs->a->members[role].state);
-
-	if (o) {
-		json_object_object_add(
-			o, "role", role < 0 ? NULL : json_object_new_int(role));
-		json_object_object_add(o, "path", json_object_new_string(path));
-		json_object_object_add(
-			o, "state",
-			json_object_new_string(raid_member_state_name(state)));
-	}
-	answer(c, o);
+	return member_answer(&ref, state);
 }
 
 /* add: mdadm --add, a spare (or at once into a role with no member). */
-static void
-cmd_add(struct control_server *cs, struct client *c, struct json_object *req)
+static struct json_object *
+cmd_add(struct control_server *cs, const struct control_req *req)
 {
-	struct json_object *m, *f;
-	bool force = false;
-	const char *path;
+	struct json_object *o;
+	struct member_ref ref;
 	int r;
 
-	if (!json_object_object_get_ex(req, "member", &m) ||
-	    !json_object_is_type(m, json_type_string) ||
-	    json_object_get_string(m)[0] != '/') {
-		answer_error(c, "which member? {\"command\":\"add\","
-				"\"member\":ABSOLUTE-PATH}");
-		return;
-	}
-	if (json_object_object_get_ex(req, "force", &f)) {
-		force = json_object_get_boolean(f);
-	}
-	path = json_object_get_string(m);
-	raid_debug("control: add %s%s", path, force ? " (force)" : "");
-	r = raid_add_member(cs->a, path, force);
+	raid_debug("control: add %s%s", req->member,
+		   req->force ? " (force)" : "");
+	r = raid_add_member(cs->a, req->member, req->force);
 	if (r < 0) {
-		answer_error(c, "add %s: %s (the server's log says why)", path,
-			     strerror(-r));
-		return;
+		return error_object("add %s: %s (the server's log says why)",
+				    req->member, strerror(-r));
 	}
-	answer_added(cs, c, path);
-}
-
-/* A number field of the request, > 0; false when it is not one. */
-static bool
-request_kib(struct json_object *req, const char *key, uint64_t *out)
-{
-	struct json_object *v;
-
-	if (!json_object_object_get_ex(req, key, &v) ||
-	    !json_object_is_type(v, json_type_int) ||
-	    json_object_get_int64(v) <= 0) {
-		return false;
+	r = member_find(cs->a, req->member, &ref);
+	o = ok_object();
+	if (o) {
+		json_object_object_add(
+			o, "role",
+			r < 0 ? NULL : json_object_new_int((int)ref.role));
+		json_object_object_add(o, "path",
+				       json_object_new_string(req->member));
+		json_object_object_add(
+			o, "state",
+			json_object_new_string(raid_member_state_name(
+				r < 0 ? RAID_MEMBER_SPARE : ref.state)));
 	}
-	*out = (uint64_t)json_object_get_int64(v);
-	return true;
+	return o;
 }
 
 /* speed: md's speed_limit_min and _max, KiB/s per member. */
-static void
-cmd_speed(struct control_server *cs, struct client *c, struct json_object *req)
+static struct json_object *
+cmd_speed(struct control_server *cs, const struct control_req *req)
 {
 	struct json_object *o;
-	uint64_t min, max;
-	int r;
+	int r = raid_sync_speed(cs->a, req->min, req->max);
 
-	if (!request_kib(req, "min", &min) || !request_kib(req, "max", &max)) {
-		answer_error(c, "speed: want {\"command\":\"speed\","
-				"\"min\":KiB/s,\"max\":KiB/s}, both > 0");
-		return;
-	}
-	r = raid_sync_speed(cs->a, min, max);
 	if (r < 0) {
-		answer_error(c, "speed %llu %llu: %s%s",
-			     (unsigned long long)min, (unsigned long long)max,
-			     strerror(-r),
-			     r == -EINVAL ? ": min must not exceed max" : "");
-		return;
+		return error_object(
+			"speed %llu %llu: %s%s", (unsigned long long)req->min,
+			(unsigned long long)req->max, strerror(-r),
+			r == -EINVAL ? ": min must not exceed max" : "");
 	}
 	o = ok_object();
 	if (o) {
-		json_object_object_add(o, "min", json_object_new_uint64(min));
-		json_object_object_add(o, "max", json_object_new_uint64(max));
+		json_object_object_add(o, "min",
+				       json_object_new_uint64(req->min));
+		json_object_object_add(o, "max",
+				       json_object_new_uint64(req->max));
 	}
-	answer(c, o);
+	return o;
 }
 
 /* Has a scrub of kind shown: running, or finished since `since`? */
@@ -381,28 +408,33 @@ scrub_shows(struct raid_array *a, struct raid_status *st,
 		st->last_check.finished >= (uint64_t)since);
 }
 
-/* The scrub's progress, once it shows (or the error that it did not). */
-static void
-answer_scrub(struct control_server *cs, struct client *c,
-	     enum raid_sync_kind kind, time_t since)
+/*
+ * The scrub's progress, once it shows (or the error that it did not, or
+ * that the server stops).
+ */
+static struct json_object *
+answer_scrub(struct control_server *cs, enum raid_sync_kind kind, time_t since)
 {
 	struct raid_status *st = malloc(sizeof(*st));
 	struct json_object *o = NULL, *s = NULL, *p = NULL;
 	bool shown = false;
 
-	for (unsigned ms = 0; st && ms <= SCRUB_SHOW_MS && !shown; ms += 20) {
+	for (unsigned ms = 0;
+	     st && ms <= SCRUB_SHOW_MS && !shown && !atomic_load(&cs->stopping);
+	     ms += 20) {
 		shown = scrub_shows(cs->a, st, kind, since);
 		if (!shown) {
 			nanosleep(&(struct timespec){ 0, 20000000 }, NULL);
 		}
 	}
 	if (st && !shown) {
-		answer_error(c,
-			     "%s started, but it did not show in the status "
-			     "within %d s",
-			     raid_sync_kind_name(kind), SCRUB_SHOW_MS / 1000);
 		free(st);
-		return;
+		return error_object(
+			"%s started, but it did not show in the "
+			"status within %d s%s",
+			raid_sync_kind_name(kind), SCRUB_SHOW_MS / 1000,
+			atomic_load(&cs->stopping) ? " (the server stops)"
+						   : "");
 	}
 	s = st ? status_json_object(st) : NULL;
 	o = s ? ok_object() : NULL;
@@ -414,48 +446,160 @@ answer_scrub(struct control_server *cs, struct client *c,
 	}
 	json_object_put(s);
 	free(st);
-	answer(c, o);
+	return o;
 }
 
 /* scrub: md's sync_action check, repair, or idle (stop). */
-static void
-cmd_scrub(struct control_server *cs, struct client *c, struct json_object *req)
+static struct json_object *
+cmd_scrub(struct control_server *cs, const struct control_req *req)
 {
-	struct json_object *v;
-	enum raid_sync_kind kind = RAID_SYNC_NONE;
-	const char *action = "";
+	const char *action = req->scrub == RAID_SYNC_NONE
+				     ? "stop"
+				     : raid_sync_kind_name(req->scrub);
 	time_t since = time(NULL);
+	int r = req->scrub == RAID_SYNC_NONE
+			? raid_sync_stop(cs->a)
+			: raid_sync_request(cs->a, req->scrub);
+
+	if (r < 0) {
+		return error_object("scrub %s: %s%s", action, strerror(-r),
+				    r == -EBUSY	     ? ": a recovery or resync "
+						       "runs, and it comes first"
+				    : r == -EALREADY ? ": a scrub runs already"
+						     : "");
+	}
+	if (req->scrub == RAID_SYNC_NONE) {
+		return ok_object();
+	}
+	return answer_scrub(cs, req->scrub, since);
+}
+
+/* A command that touches the array: its answer. */
+static struct json_object *
+run_command(struct control_server *cs, const struct control_req *req)
+{
+	switch (req->cmd) {
+	case CONTROL_STATUS:
+		return cmd_status(cs);
+	case CONTROL_FAIL:
+	case CONTROL_REMOVE:
+		return cmd_member(cs, req);
+	case CONTROL_ADD:
+		return cmd_add(cs, req);
+	case CONTROL_SPEED:
+		return cmd_speed(cs, req);
+	case CONTROL_SCRUB:
+		return cmd_scrub(cs, req);
+	default:
+		return error_object("internal error: command %d", req->cmd);
+	}
+}
+
+/* ---- jobs -------------------------------------------------------------- */
+
+static void *
+job_main(void *arg)
+{
+	struct job *j = arg;
+
+	j->answer = run_command(j->cs, &j->req);
+	atomic_store(&j->done, true);
+	eventfd_write(j->cs->job_fd, 1);
+	return NULL;
+}
+
+/* Run req for client c on a thread of its own (or here, without one). */
+static void
+job_start(struct control_server *cs, struct client *c,
+	  const struct control_req *req)
+{
+	struct job *j = calloc(1, sizeof(*j));
 	int r;
 
-	if (json_object_object_get_ex(req, "action", &v) &&
-	    json_object_is_type(v, json_type_string)) {
-		action = json_object_get_string(v);
-	}
-	if (strcmp(action, "check") == 0) {
-		kind = RAID_SYNC_CHECK;
-	} else if (strcmp(action, "repair") == 0) {
-		kind = RAID_SYNC_REPAIR;
-	} else if (strcmp(action, "stop") != 0) {
-		answer_error(c, "scrub: want {\"command\":\"scrub\","
-				"\"action\":\"check\"|\"repair\"|\"stop\"}");
+	if (!j) {
+		answer(c, NULL); /* out of memory */
 		return;
 	}
-	r = kind == RAID_SYNC_NONE ? raid_sync_stop(cs->a)
-				   : raid_sync_request(cs->a, kind);
-	if (r < 0) {
-		answer_error(c, "scrub %s: %s%s", action, strerror(-r),
-			     r == -EBUSY ? ": a recovery or resync runs, and "
-					   "it comes first"
-			     : r == -EALREADY ? ": a scrub runs already"
-					      : "");
+	j->cs = cs;
+	j->client = c->id;
+	j->req = *req;
+	j->next = cs->jobs;
+	cs->jobs = j;
+	c->job = true;
+	r = pthread_create(&j->thread, NULL, job_main, j);
+	if (r == 0) {
+		j->threaded = true;
 		return;
 	}
-	if (kind == RAID_SYNC_NONE) {
-		answer(c, ok_object());
-		return;
-	}
-	answer_scrub(cs, c, kind, since);
+	raid_debug("control: no thread for a command (%s): run here",
+		   strerror(r));
+	job_main(j); /* job_done answers */
 }
+
+static struct client *
+client_by_id(struct control_server *cs, uint64_t id)
+{
+	for (unsigned i = 0; i < CONTROL_CLIENTS_MAX; i++) {
+		if (cs->clients[i].fd >= 0 && cs->clients[i].id == id) {
+			return &cs->clients[i];
+		}
+	}
+	return NULL;
+}
+
+static void client_lines(struct control_server *cs, struct client *c);
+static bool client_flush(struct client *c);
+
+/* Jobs ended (job_fd): queue their answers, go on with those clients. */
+static void
+job_done(struct control_server *cs)
+{
+	struct job **pp = &cs->jobs, *j;
+	eventfd_t v;
+
+	eventfd_read(cs->job_fd, &v);
+	while ((j = *pp)) {
+		struct client *c;
+
+		if (!atomic_load(&j->done)) {
+			pp = &j->next;
+			continue;
+		}
+		*pp = j->next;
+		if (j->threaded) {
+			pthread_join(j->thread, NULL);
+		}
+		c = client_by_id(cs, j->client);
+		if (c) {
+			answer(c, j->answer);
+			c->job = false;
+			c->last_ns = now_ns();
+			client_lines(cs, c); /* the lines it sent meanwhile */
+			client_flush(c);     /* a broken one shows in poll */
+		} else {
+			json_object_put(j->answer); /* it left */
+		}
+		free(j);
+	}
+}
+
+/* control_close: wait for every job (each ends: the core's waits do). */
+static void
+jobs_join(struct control_server *cs)
+{
+	while (cs->jobs) {
+		struct job *j = cs->jobs;
+
+		cs->jobs = j->next;
+		if (j->threaded) {
+			pthread_join(j->thread, NULL);
+		}
+		json_object_put(j->answer);
+		free(j);
+	}
+}
+
+/* ---- cache flush ------------------------------------------------------- */
 
 /* A cache flush ended with r: its answer. */
 static void
@@ -465,10 +609,12 @@ answer_flush(struct control_server *cs, struct client *c, int r)
 	struct json_object *o;
 
 	if (r < 0) {
-		answer_error(c, "cache flush: %s%s", strerror(-r),
-			     r == -ENOTSUP ? ": the array has no cache "
-					     "(cache=none)"
-					   : " (the server's log says why)");
+		answer(c,
+		       error_object("cache flush: %s%s", strerror(-r),
+				    r == -ENOTSUP
+					    ? ": the array has no cache "
+					      "(cache=none)"
+					    : " (the server's log says why)"));
 		return;
 	}
 	cache_status(cs->a->cache, &st);
@@ -511,9 +657,6 @@ flush_start(struct control_server *cs)
 	eventfd_write(cs->flush_fd, 1); /* flush_done answers */
 }
 
-static void client_lines(struct control_server *cs, struct client *c);
-static bool client_flush(struct client *c);
-
 /*
  * The flush ended (flush_fd): answer its clients and go on with the lines
  * they sent after; start the next flush for those who asked meanwhile.
@@ -537,6 +680,7 @@ flush_done(struct control_server *cs)
 		if (c->fd >= 0 && c->flush_wait && !c->flush_next) {
 			answer_flush(cs, c, cs->flush_result);
 			c->flush_wait = false;
+			c->last_ns = now_ns();
 			answered[i] = true;
 		}
 		c->flush_next = false; /* the next flush is theirs */
@@ -558,20 +702,8 @@ flush_done(struct control_server *cs)
 
 /* cache flush: write back everything dirty and flush the members. */
 static void
-cmd_cache(struct control_server *cs, struct client *c, struct json_object *req)
+cmd_cache(struct control_server *cs, struct client *c)
 {
-	struct json_object *v;
-	const char *action = "";
-
-	if (json_object_object_get_ex(req, "action", &v) &&
-	    json_object_is_type(v, json_type_string)) {
-		action = json_object_get_string(v);
-	}
-	if (strcmp(action, "flush") != 0) {
-		answer_error(c, "cache: want {\"command\":\"cache\","
-				"\"action\":\"flush\"}");
-		return;
-	}
 	if (!cs->a->cache) {
 		answer_flush(cs, c, -ENOTSUP);
 		return;
@@ -585,92 +717,21 @@ cmd_cache(struct control_server *cs, struct client *c, struct json_object *req)
 	flush_start(cs);
 }
 
-/*
- * Parse a request line: one JSON value, blanks around it allowed.  NULL
- * with *why set when it is not.
- */
-static struct json_object *
-parse_line(const char *line, size_t len, const char **why)
-{
-	struct json_tokener *tok;
-	struct json_object *req;
-	size_t end;
-
-	while (len && strchr(" \t\r", line[len - 1])) {
-		len--;
-	}
-	if (!len) {
-		*why = "empty line";
-		return NULL;
-	}
-	if (memchr(line, '\0', len)) {
-		*why = "a NUL byte in the line";
-		return NULL;
-	}
-	tok = json_tokener_new();
-	if (!tok) {
-		*why = "out of memory";
-		return NULL;
-	}
-	req = json_tokener_parse_ex(tok, line, (int)len);
-	end = req ? json_tokener_get_parse_end(tok) : 0;
-	end += req ? strspn(line + end, " \t") : 0;
-	if (!req) {
-		enum json_tokener_error e = json_tokener_get_error(tok);
-
-		*why = e == json_tokener_continue ? "unexpected end of line"
-						  : json_tokener_error_desc(e);
-	} else if (end < len) {
-		*why = "more than one JSON value";
-		json_object_put(req);
-		req = NULL;
-	}
-	json_tokener_free(tok);
-	return req;
-}
-
-/* One request line (without its newline): exactly one answer. */
+/* One request line (without its newline): exactly one answer, in order. */
 static void
 handle_line(struct control_server *cs, struct client *c, const char *line,
 	    size_t len)
 {
-	struct json_object *req, *cmd;
-	const char *why = NULL, *name;
+	static _Thread_local struct control_req req;
+	char why[CONTROL_WHY_MAX];
 
-	req = parse_line(line, len, &why);
-	if (!req) {
-		answer_error(c, "bad request: %s", why);
-		return;
-	}
-	if (!json_object_is_type(req, json_type_object) ||
-	    !json_object_object_get_ex(req, "command", &cmd) ||
-	    !json_object_is_type(cmd, json_type_string)) {
-		answer_error(c, "bad request: want {\"command\":\"status\"|"
-				"\"fail\"|\"remove\"|\"add\"|\"speed\"|"
-				"\"scrub\"|\"cache\", ...}");
-		json_object_put(req);
-		return;
-	}
-	name = json_object_get_string(cmd);
-	if (strcmp(name, "status") == 0) {
-		cmd_status(cs, c);
-	} else if (strcmp(name, "fail") == 0 || strcmp(name, "remove") == 0) {
-		cmd_member(cs, c, name, req);
-	} else if (strcmp(name, "add") == 0) {
-		cmd_add(cs, c, req);
-	} else if (strcmp(name, "speed") == 0) {
-		cmd_speed(cs, c, req);
-	} else if (strcmp(name, "scrub") == 0) {
-		cmd_scrub(cs, c, req);
-	} else if (strcmp(name, "cache") == 0) {
-		cmd_cache(cs, c, req);
+	if (control_parse(line, len, &req, why) < 0) {
+		answer(c, error_object("%s", why));
+	} else if (req.cmd == CONTROL_CACHE_FLUSH) {
+		cmd_cache(cs, c);
 	} else {
-		answer_error(c,
-			     "unknown command '%s' (status, fail, remove, add, "
-			     "speed, scrub, cache)",
-			     name);
+		job_start(cs, c, &req);
 	}
-	json_object_put(req);
 }
 
 /* ---- clients ----------------------------------------------------------- */
@@ -703,11 +764,19 @@ client_flush(struct client *c)
 			return false;
 		}
 		c->out_off += n;
+		c->last_ns = now_ns();
 	}
 	free(c->out);
 	c->out = NULL;
 	c->out_len = c->out_off = 0;
 	return true;
+}
+
+/* Waits for a command of its own: its next lines are not read yet. */
+static bool
+client_busy(const struct client *c)
+{
+	return c->job || c->flush_wait;
 }
 
 /* Answer every complete line in the buffer; keep the partial rest. */
@@ -717,8 +786,7 @@ client_lines(struct control_server *cs, struct client *c)
 	char *start = c->in, *nl;
 	size_t left = c->in_len;
 
-	/* A client waiting for a flush's answer: its next lines after it. */
-	while (!c->flush_wait && (nl = memchr(start, '\n', left))) {
+	while (!client_busy(c) && (nl = memchr(start, '\n', left))) {
 		if (!c->skipping) {
 			handle_line(cs, c, start, nl - start);
 		}
@@ -729,9 +797,9 @@ client_lines(struct control_server *cs, struct client *c)
 	if (left == sizeof(c->in)) {
 		/* A full buffer and no newline: too long to be a request. */
 		if (!c->skipping) {
-			answer_error(c,
-				     "bad request: line longer than %d bytes",
-				     CONTROL_LINE_MAX - 1);
+			answer(c, error_object("bad request: line longer "
+					       "than %d bytes",
+					       CONTROL_LINE_MAX - 1));
 		}
 		c->skipping = true;
 		left = 0;
@@ -755,13 +823,49 @@ client_read(struct control_server *cs, struct client *c)
 		return false; /* closed (a partial line is dropped) or broken */
 	}
 	c->in_len += n;
+	c->last_ns = now_ns();
 	client_lines(cs, c);
 	return client_flush(c);
+}
+
+/*
+ * A place for a new client: a free slot, else the one quiet the longest
+ * that waits for nothing of its own (told why, then closed).  NULL when
+ * every client waits for a command.
+ */
+static struct client *
+client_slot(struct control_server *cs)
+{
+	struct client *quiet = NULL;
+	struct json_object *o;
+
+	for (unsigned i = 0; i < CONTROL_CLIENTS_MAX; i++) {
+		struct client *c = &cs->clients[i];
+
+		if (c->fd < 0) {
+			return c;
+		}
+		if (!client_busy(c) &&
+		    (!quiet || c->last_ns < quiet->last_ns)) {
+			quiet = c;
+		}
+	}
+	if (quiet) {
+		o = error_object("closed: %d clients at most, and this one "
+				 "was the quietest when another connected",
+				 CONTROL_CLIENTS_MAX);
+		raid_debug("control: a client closed to make room");
+		answer(quiet, o);
+		client_flush(quiet); /* as much as the socket takes now */
+		client_close(quiet);
+	}
+	return quiet;
 }
 
 static void
 accept_client(struct control_server *cs)
 {
+	struct client *c;
 	int fd = accept4(cs->listen_fd, NULL, NULL,
 			 SOCK_NONBLOCK | SOCK_CLOEXEC);
 
@@ -773,42 +877,47 @@ accept_client(struct control_server *cs)
 		}
 		return;
 	}
-	for (unsigned i = 0; i < CONTROL_CLIENTS_MAX; i++) {
-		if (cs->clients[i].fd < 0) {
-			cs->clients[i].fd = fd;
-			return;
-		}
+	c = client_slot(cs);
+	if (!c) {
+		close(fd); /* not reached: accept only with a place */
+		return;
 	}
-	close(fd); /* not reached: accept only with a free slot */
+	c->fd = fd;
+	c->id = ++cs->next_id;
+	c->last_ns = now_ns();
 }
 
 /* ---- the thread -------------------------------------------------------- */
 
 /*
- * The poll set: [0] the stop eventfd, [1] the listening socket (only with
- * a free slot), [2] the flush eventfd, then the clients; who[] maps an
- * entry to its client.  A client waiting for a flush is not read from.
+ * The poll set: [0] the stop eventfd, [1] the listening socket (only when
+ * a new client can have a place), [2] the flush and [3] the job eventfds,
+ * then the clients; who[] maps an entry to its client.  A client waiting
+ * for a command of its own is not read from.
  */
 static unsigned
 poll_set(struct control_server *cs, struct pollfd *p, int *who)
 {
 	bool room = false;
-	unsigned n = 3;
+	unsigned n = POLL_FIXED;
 
 	p[0] = (struct pollfd){ .fd = cs->stop_fd, .events = POLLIN };
 	p[2] = (struct pollfd){ .fd = cs->flush_fd, .events = POLLIN };
+	p[3] = (struct pollfd){ .fd = cs->job_fd, .events = POLLIN };
 	for (unsigned i = 0; i < CONTROL_CLIENTS_MAX; i++) {
 		struct client *c = &cs->clients[i];
 		size_t queued = c->out_len - c->out_off;
 
+		if (c->fd < 0 || !client_busy(c)) {
+			room = true; /* free, or it can make room */
+		}
 		if (c->fd < 0) {
-			room = true;
 			continue;
 		}
 		p[n] = (struct pollfd){ .fd = c->fd };
 		p[n].events =
-			(queued < CONTROL_OUT_MAX && !c->flush_wait ? POLLIN
-								    : 0) |
+			(queued < CONTROL_OUT_MAX && !client_busy(c) ? POLLIN
+								     : 0) |
 			(queued ? POLLOUT : 0);
 		who[n++] = i;
 	}
@@ -821,8 +930,8 @@ static void *
 control_main(void *arg)
 {
 	struct control_server *cs = arg;
-	struct pollfd p[3 + CONTROL_CLIENTS_MAX];
-	int who[3 + CONTROL_CLIENTS_MAX];
+	struct pollfd p[POLL_FIXED + CONTROL_CLIENTS_MAX];
+	int who[POLL_FIXED + CONTROL_CLIENTS_MAX];
 
 	for (;;) {
 		unsigned n = poll_set(cs, p, who);
@@ -838,7 +947,7 @@ control_main(void *arg)
 		if (p[0].revents) {
 			break; /* control_close */
 		}
-		for (unsigned i = 3; i < n; i++) {
+		for (unsigned i = POLL_FIXED; i < n; i++) {
 			struct client *c = &cs->clients[who[i]];
 			bool alive = true;
 
@@ -853,11 +962,14 @@ control_main(void *arg)
 				client_close(c);
 			}
 		}
-		if (p[1].revents & POLLIN) {
-			accept_client(cs);
-		}
 		if (p[2].revents & POLLIN) {
 			flush_done(cs);
+		}
+		if (p[3].revents & POLLIN) {
+			job_done(cs);
+		}
+		if (p[1].revents & POLLIN) {
+			accept_client(cs);
 		}
 	}
 	return NULL;
@@ -922,7 +1034,11 @@ clear_path(const char *path, const struct sockaddr_un *sun)
 	return -EEXIST;
 }
 
-/* The listening socket at path, mode 0600; its fd, or -errno (logged). */
+/*
+ * The listening socket at path, mode 0600 from the start (fchmod before
+ * bind: no chmod of a path someone could swap for a symlink); its fd, or
+ * -errno (logged).
+ */
 static int
 bind_socket(struct control_server *cs, const struct sockaddr_un *sun)
 {
@@ -943,9 +1059,21 @@ bind_socket(struct control_server *cs, const struct sockaddr_un *sun)
 	if (bind(fd, (const struct sockaddr *)sun, sizeof(*sun)) < 0) {
 		goto err;
 	}
-	what = "chmod";
-	if (chmod(path, 0600) < 0 || stat(path, &st) < 0) {
+	/* What bind made, not what a symlink put there might point at. */
+	what = "lstat";
+	if (lstat(path, &st) < 0) {
 		goto err_bound;
+	}
+	if (!S_ISSOCK(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 077)) {
+		raid_error("control socket %s: %s once bound: refusing it",
+			   path,
+			   !S_ISSOCK(st.st_mode) ? "not a socket any more"
+			   : st.st_uid != geteuid()
+				   ? "owned by someone else"
+				   : "open to others (not mode 0600)");
+		close(fd);
+		return -EEXIST; /* not ours: left as it is */
 	}
 	cs->dev = st.st_dev;
 	cs->ino = st.st_ino;
@@ -992,7 +1120,7 @@ control_open(struct raid_array *a, const char *path,
 		return -ENOMEM;
 	}
 	cs->a = a;
-	cs->listen_fd = cs->stop_fd = cs->flush_fd = -1;
+	cs->listen_fd = cs->stop_fd = cs->flush_fd = cs->job_fd = -1;
 	for (unsigned i = 0; i < CONTROL_CLIENTS_MAX; i++) {
 		cs->clients[i].fd = -1;
 	}
@@ -1000,7 +1128,10 @@ control_open(struct raid_array *a, const char *path,
 	if (r >= 0) {
 		cs->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		cs->flush_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		r = cs->stop_fd < 0 || cs->flush_fd < 0 ? -errno : 0;
+		cs->job_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		r = cs->stop_fd < 0 || cs->flush_fd < 0 || cs->job_fd < 0
+			    ? -errno
+			    : 0;
 		if (r < 0) {
 			raid_error("control socket %s: eventfd: %s", path,
 				   strerror(-r));
@@ -1040,10 +1171,12 @@ control_close(struct control_server *cs)
 	if (!cs) {
 		return;
 	}
+	atomic_store(&cs->stopping, true);
 	if (cs->running) {
 		eventfd_write(cs->stop_fd, 1);
 		pthread_join(cs->thread, NULL);
 	}
+	jobs_join(cs); /* their clients unanswered */
 	if (cs->flush_running) {
 		pthread_join(cs->flush_thread,
 			     NULL); /* its clients unanswered */
@@ -1064,6 +1197,9 @@ control_close(struct control_server *cs)
 	}
 	if (cs->flush_fd >= 0) {
 		close(cs->flush_fd);
+	}
+	if (cs->job_fd >= 0) {
+		close(cs->job_fd);
 	}
 	free(cs->path);
 	free(cs);

@@ -9,10 +9,15 @@
 struct raid_array;
 struct control_server;
 
+/* Clients served at once; a new one past them takes the quietest's place. */
+#define CONTROL_CLIENTS_MAX 64
+
 /*
- * Bind the socket at path, mode 0600, without starting its thread.
- * Refused (logged, -EEXIST) when path exists and is not a stale socket
- * (one nobody listens on, which is replaced).
+ * Bind the socket at path, mode 0600 (set on the socket before bind, never
+ * by a chmod of the path), without starting its thread.  Refused (logged,
+ * -EEXIST) when path exists and is not a stale socket (one nobody listens
+ * on, which is replaced), or when what is at path once bound is not that
+ * socket.
  */
 int control_open(struct raid_array *a, const char *path,
 		 struct control_server **out);

@@ -9,20 +9,39 @@
  *    superblock (named, with its array) or any signature libblkid knows
  *    (filesystems, partition tables, other RAID metadata).  --force
  *    overrides only these signature checks.
- * 2. Geometry as mdadm 4.2 makes it (super1.c, Create.c):
+ * 2. Geometry as mdadm 4.2 makes it (super1.c: validate_geometry1,
+ *    write_init_super1; Create.c), checked field by field against
+ *    superblocks mdadm wrote at the size limits (tests/data/md/limits,
+ *    test-create-mdadm.py):
  *      superblock  1.2: sector 8, 1.1: 0, 1.0: end - 16 sectors, 4K down
+ *      bitmap space mdadm's choose_bm_space(sectors): 0 below 128 sectors,
+ *                  8, 128 above 8 GiB (+ 8 sectors), 256 from 200 GiB
+ *                  (+ 128 sectors): room md may use for a bitmap later
  *      data offset 1.1/1.2: 24 + bitmap space + headroom sectors, rounded
- *                  up to 1 MiB; headroom 128 MiB halved while it is more
- *                  than 1/1024 of the member and, with a chunk, while
- *                  half of it is at least two chunks; 1.0: 0
- *      bitmap space 0 for RAID 0, else 8 sectors (<= 8 GiB), 128
- *                  (<= 200 GiB), 256: room md may use for a bitmap later
- *      bad-block log 8 sectors after the bitmap space (1.0: before the
- *                  superblock), empty
- *      size        the smallest member's data area (or --size), rounded
- *                  down to the chunk (RAID 1: to 64 KiB); RAID 0 keeps no
- *                  size: data_size is that on every member (one zone)
+ *                  up to 1 MiB, all from the FIRST member's size (mdadm's
+ *                  validate_geometry1 sets it for the array from the first
+ *                  device); headroom 128 MiB halved while it is more than
+ *                  1/1024 of the member and, with a chunk, while half of
+ *                  it is at least two chunks; 1.0: 0
+ *      size        the smallest member's room (1.1/1.2: after the data
+ *                  offset; 1.0: before the superblock, its bitmap space
+ *                  and the log), or --size, rounded down to the chunk
+ *                  (RAID 1: to 64 KiB); RAID 0 records none (0)
+ *      data_size   1.1/1.2: the member after the data offset; 1.0: up to
+ *                  the bitmap space of the used size and the log before
+ *                  the superblock.  RAID 0: the same, unless the members
+ *                  differ in whole chunks: then the smallest's on every
+ *                  member, so md sees one zone as nbdraid serves (mdadm
+ *                  would record each member's and md add a zone)
+ *      bad-block log 8 sectors after the bitmap space of the used size
+ *                  (write_init_super1: choose_bm_space(size), not the
+ *                  member's), if it fits before the data, else just before
+ *                  the data; 1.0: just before the superblock; empty
+ *      name        "homehost:name" when shorter than 32 bytes, else name
+ *      layout      RAID 0: 1 (md's RAID0_ORIG_LAYOUT, as mdadm 4.2)
  *      roles       member i is role i; max_dev 128; events 0
+ *    No write-intent bitmap: mdadm 4.2 adds one by default to members over
+ *    100 GiB; nbdraid keeps none, as mdadm --bitmap=none.
  * 3. Consistent when create returns: a redundant array whose members'
  *    data areas are all holes needs no write (parity of zeros is zero);
  *    otherwise the superblocks are written marked not in sync
@@ -56,20 +75,20 @@
 
 /* mdadm's choose_bm_space: room reserved for a bitmap md may add. */
 static uint64_t
-bitmap_space(int level, uint64_t dev_sectors)
+bitmap_space(uint64_t sectors)
 {
-	if (level == 0 || dev_sectors < 64) {
+	if (sectors < 128) {
 		return 0;
 	}
-	if (dev_sectors >= 200ull << 21) { /* 200 GiB */
+	if (sectors - 128 >= 200ull << 21) { /* 200 GiB */
 		return 256;
 	}
-	return dev_sectors > 8ull << 21 ? 128 : 8;
+	return sectors - 8 > 8ull << 21 ? 128 : 8; /* 8 GiB */
 }
 
 /* mdadm's data offset for 1.1 and 1.2 members, sectors. */
 static uint64_t
-data_offset_1x(uint64_t dev_sectors, uint64_t chunk_sectors, uint64_t bm)
+data_offset_1x(uint64_t dev_sectors, uint64_t chunk_sectors)
 {
 	uint64_t headroom = HEADROOM_MAX;
 
@@ -77,7 +96,8 @@ data_offset_1x(uint64_t dev_sectors, uint64_t chunk_sectors, uint64_t bm)
 	       (!chunk_sectors || headroom / 2 >= chunk_sectors * 2)) {
 		headroom /= 2;
 	}
-	return ROUND_UP(SB_RESERVED + bm + headroom, DATA_OFFSET_ALIGN);
+	return ROUND_UP(SB_RESERVED + bitmap_space(dev_sectors) + headroom,
+			DATA_OFFSET_ALIGN);
 }
 
 struct plan {
@@ -89,51 +109,90 @@ struct plan {
 	uint64_t data_offset;	/* sectors, every member */
 	uint64_t size;		/* sectors of each member in use */
 	uint64_t sb_sector[RAID_MAX_MEMBERS];
-	uint64_t data_size[RAID_MAX_MEMBERS];
-	uint64_t bm[RAID_MAX_MEMBERS]; /* bitmap space, sectors */
+	uint64_t room[RAID_MAX_MEMBERS];	/* for data, before rounding */
+	uint64_t data_size[RAID_MAX_MEMBERS];	/* as recorded */
+	int32_t bblog_offset[RAID_MAX_MEMBERS]; /* 0: no log */
 	uint8_t set_uuid[16];
 	char set_name[33];
 	uint64_t now;
 };
 
 /*
- * Where each member's superblock and data go, and how much data each
- * offers (sectors).  One data offset for all, from the smallest member
- * (mdadm computes it per member; members of one size agree).
+ * Where each member's superblock and data go, and how much room each
+ * offers (sectors): mdadm's validate_geometry1, the data offset from the
+ * first member.
  */
 static int
 plan_sizes(struct plan *p, struct raid_member *m, unsigned n)
 {
-	uint64_t smallest = UINT64_MAX;
-
-	for (unsigned i = 0; i < n; i++) {
-		smallest = MIN(smallest, m[i].size / RAID_SECTOR_BYTES);
-	}
 	p->data_offset = 0;
 	if (p->minor != 0) {
-		p->data_offset =
-			data_offset_1x(smallest, p->chunk_sectors,
-				       bitmap_space(p->spec->level, smallest));
+		p->data_offset = data_offset_1x(m[0].size / RAID_SECTOR_BYTES,
+						p->chunk_sectors);
 	}
 	p->size = UINT64_MAX;
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t sectors = m[i].size / RAID_SECTOR_BYTES;
-		uint64_t end = sectors;
+		uint64_t end = sectors, over;
 
-		p->bm[i] = bitmap_space(p->spec->level, sectors);
 		p->sb_sector[i] = md_sb_sector(p->minor, m[i].size);
 		if (p->minor == 0) {
-			/* 1.0: bitmap space and the log before the sb. */
-			end = p->sb_sector[i] == UINT64_MAX
-				      ? 0
-				      : p->sb_sector[i] - p->bm[i] -
-						BBLOG_SECTORS;
+			/* 1.0: superblock, log and bitmap space at the end. */
+			over = 16 + BBLOG_SECTORS + bitmap_space(sectors);
+			end = ROUND_DOWN(sectors, 8);
+			end = end > over ? end - over : 0;
 		}
-		p->data_size[i] =
-			end > p->data_offset ? end - p->data_offset : 0;
-		p->size = MIN(p->size, p->data_size[i]);
+		p->room[i] = end > p->data_offset ? end - p->data_offset : 0;
+		p->size = MIN(p->size, p->room[i]);
 	}
 	return 0;
+}
+
+/*
+ * Each member's data_size and bad-block log, once the used size is known
+ * (mdadm's write_init_super1): the bitmap space is the used size's.
+ */
+static void
+plan_data_sizes(struct plan *p, struct raid_member *m, unsigned n)
+{
+	uint64_t used = p->spec->level == 0 ? 0 : p->size;
+	uint64_t bm = bitmap_space(used), chunks = UINT64_MAX;
+	bool zones = false;
+
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t sectors = m[i].size / RAID_SECTOR_BYTES;
+		uint64_t room = bm + BBLOG_SECTORS, sb = p->sb_sector[i];
+
+		p->bblog_offset[i] = 0;
+		if (p->minor == 0) {
+			if (sb < used + room) {
+				room = sb - used;
+			}
+			p->data_size[i] = sb - room;
+			p->bblog_offset[i] = -BBLOG_SECTORS;
+		} else {
+			p->data_size[i] = sectors - p->data_offset;
+			if (p->data_offset >= sb + 8 + bm + BBLOG_SECTORS) {
+				p->bblog_offset[i] = (int32_t)(8 + bm);
+			} else if (p->data_offset >= sb + 16) {
+				p->bblog_offset[i] =
+					(int32_t)(p->data_offset -
+						  BBLOG_SECTORS - sb);
+			}
+		}
+		if (p->chunk_sectors && p->spec->level == 0) {
+			uint64_t c = p->data_size[i] / p->chunk_sectors;
+
+			zones |= chunks != UINT64_MAX && c != chunks;
+			chunks = MIN(chunks, c);
+		}
+	}
+	/* RAID 0 of members with different whole chunks, or --size: the
+	 * one zone nbdraid serves. */
+	zones |= p->spec->level == 0 && p->spec->member_size;
+	for (unsigned i = 0; zones && i < n; i++) {
+		p->data_size[i] = p->size;
+	}
 }
 
 /* The used size: --size, rounded as mdadm rounds it per level. */
@@ -154,7 +213,7 @@ plan_used(struct plan *p, struct raid_member *m, unsigned n)
 	p->size = ROUND_DOWN(want ? want : p->size, unit);
 	if (p->size < unit) {
 		for (unsigned i = 0; i < n; i++) {
-			if (p->data_size[i] < unit) {
+			if (p->room[i] < unit) {
 				raid_error(
 					"member %u (%s): size %llu is too small: the data offset (%llu) and one chunk (%llu) need more",
 					i, m[i].path,
@@ -184,8 +243,9 @@ plan_name(struct plan *p)
 		host[0] = '\0';
 	}
 	snprintf(both, sizeof(both), "%s:%s", host, name);
+	/* mdadm: only when it fits md's 32 bytes with a NUL to spare. */
 	if (!strchr(name, ':') && host[0] &&
-	    strlen(both) < sizeof(p->set_name)) {
+	    strlen(both) < sizeof(p->set_name) - 1) {
 		memcpy(p->set_name, both, strlen(both) + 1);
 	} else {
 		snprintf(p->set_name, sizeof(p->set_name), "%.32s", name);
@@ -215,15 +275,11 @@ plan_sb(const struct plan *p, unsigned i, unsigned n, struct meta_member *mm)
 	sb->chunksize = p->chunk_sectors;
 	sb->raid_disks = n;
 	sb->data_offset = p->data_offset;
-	sb->data_size = p->spec->level == 0 ? p->size : p->data_size[i];
+	sb->data_size = p->data_size[i];
 	sb->super_offset = p->sb_sector[i];
 	sb->dev_number = i;
-	sb->bblog_size = BBLOG_SECTORS;
-	/* The log after the bitmap space (1.0: just before the sb). */
-	sb->bblog_offset =
-		p->minor == 0
-			? -BBLOG_SECTORS
-			: (int32_t)(MD_SB_BYTES / RAID_SECTOR_BYTES + p->bm[i]);
+	sb->bblog_offset = p->bblog_offset[i];
+	sb->bblog_size = sb->bblog_offset ? BBLOG_SECTORS : 0;
 	sb->events = 0;
 	sb->resync_offset = MD_RESYNC_DONE;
 	sb->max_dev = MAX_DEV_DEFAULT;
@@ -275,7 +331,7 @@ check_signatures(struct raid_member *m, unsigned n, bool force)
 	for (unsigned i = 0; i < n; i++) {
 		int r = meta_read(&m[i], &found, why, sizeof(why));
 
-		if (r == 0) {
+		if (r == 0 || r == -EUCLEAN) {
 			raid_error(
 				"member %u (%s): has an md superblock: role %u of array %s%s",
 				i, m[i].path, md_sb_role(&found.sb),
@@ -407,10 +463,18 @@ raid_create(const struct raid_create_spec *spec, raid_progress_fn progress,
 	    void *ctx, struct raid_create_result *out)
 {
 	unsigned n = spec->nr_members, i = 0;
-	struct raid_member *m = calloc(n, sizeof(*m));
+	struct raid_member *m;
 	struct plan p = { .spec = spec };
 	bool redundant, in_sync;
-	int r = m ? 0 : -ENOMEM;
+	int r;
+
+	if (n > RAID_MAX_MEMBERS) {
+		raid_error("%u members: nbdraid serves at most %d", n,
+			   RAID_MAX_MEMBERS);
+		return -E2BIG;
+	}
+	m = calloc(n ? n : 1, sizeof(*m));
+	r = m ? 0 : -ENOMEM;
 
 	for (; i < n && r == 0; i++) {
 		r = member_open(&m[i], i, spec->members[i], spec->direct, false,
@@ -436,6 +500,9 @@ raid_create(const struct raid_create_spec *spec, raid_progress_fn progress,
 	}
 	if (r == 0) {
 		r = plan_used(&p, m, n);
+	}
+	if (r == 0) {
+		plan_data_sizes(&p, m, n);
 	}
 	redundant = spec->level != 0;
 	in_sync = !redundant || spec->assume_clean ||

@@ -8,11 +8,26 @@
  * failed only if the array can do without it (the level's enough()); its
  * state becomes faulty (the data path stops issuing I/O to it from that
  * moment: batch_run checks every request's member), then its entry in the
- * role table of every other member's superblock becomes md's faulty role
- * and events move on by 2 (md's two updates: see record()), written with
- * FUA, before array_fail returns, so before the request that saw the
- * error is answered.  A member whose superblock write fails then is
- * failed the same way.
+ * role table of every other member's superblock becomes md's faulty role,
+ * written with FUA in two updates of events + 1 each, as md writes them
+ * (the failure, then the member leaving the personality: see record()),
+ * before array_fail returns, so before the request that saw the error is
+ * answered.  A member whose superblock write fails then is failed the
+ * same way.
+ *
+ * Between the state store and the record landing, other requests skip the
+ * member: none of them may be answered before the record is durable, or a
+ * kill -9 brings the member back in sync without what they wrote (md
+ * blocks them: rdev Blocked, md_wait_for_blocked_rdev).  `unrecorded`
+ * counts the failures marked and not yet recorded: raised before the
+ * state store, lowered once record() is durable, both under fail_lock.
+ * Every write-class request and every flush calls failures_recorded()
+ * before it answers success: one atomic load, and while a failure is
+ * being recorded, a wait for fail_lock (the recorder holds it throughout,
+ * so once it is ours every failure the request may have seen is on disk).
+ * A failure that could not be recorded at all leaves the count raised and
+ * the array failed (`broken`: writes refused): those requests, and every
+ * flush after, answer EIO, never a success that a restart would undo.
  *
  * When the member holds the last copy of some data it is not failed (md
  * does the same with a mirror's last device): the request gets EIO, and
@@ -74,29 +89,33 @@ array_log_state(struct raid_array *a)
 		   s != RAID_ARRAY_OPTIMAL ? a->reason : "");
 }
 
-/* Record role's new table entry in the others' superblocks; fail_lock. */
+/*
+ * Record role's new table entry in the others' superblocks; fail_lock.
+ * A failure is two updates, events + 1 each, as md writes it: md_error's
+ * (the role faulty), then remove_and_add_spares' (the member out of the
+ * personality; the role stays faulty).  A crash at any point leaves the
+ * survivors at most one event apart, which md, mdadm and nbdraid all
+ * assemble; a survivor that got the first one marks the member faulty,
+ * and a member one event behind takes its role from the freshest
+ * superblock (md's super_1_validate, metadata.c classify): it stays out.
+ * After both, the failed member's own superblock, never written again, is
+ * two events behind: stale by the events alone.
+ */
 static int
 record(struct raid_array *a, unsigned role, uint16_t value)
 {
+	unsigned updates = value == MD_ROLE_FAULTY ? 2 : 1;
 	uint64_t bad = 0;
-	int r;
+	int r = 0;
 
 	if (!a->meta) {
 		return 0;
 	}
 	pthread_mutex_lock(&a->meta->lock);
 	meta_set_role(a->meta, role, value);
-	/*
-	 * A failure moves events on by 2, as md's two updates do (the failure,
-	 * then the member leaving the personality: remove_and_add_spares).
-	 * Its own superblock, never written again, is then more than one
-	 * event behind: stale by the events alone.  One behind is within the
-	 * margin md and mdadm give a member that merely missed the last
-	 * update: mdadm would count it working ("seems ok"), take it back with
-	 * --force, and only a kernel that reads its role from the freshest
-	 * superblock would keep it out.
-	 */
-	r = meta_commit(a, value == MD_ROLE_FAULTY ? 2 : 1, &bad);
+	for (unsigned u = 0; u < updates && r == 0; u++) {
+		r = meta_commit(a, 1, &bad);
+	}
 	pthread_mutex_unlock(&a->meta->lock);
 	if (r < 0 && !bad) {
 		raid_error("recording member %u's state in the superblocks: %s",
@@ -104,14 +123,20 @@ record(struct raid_array *a, unsigned role, uint16_t value)
 		return r;
 	}
 	/* Those that could not take it fail too: what is left records it. */
-	for (unsigned i = 0; i < a->nr_members && r < 0; i++) {
+	return fail_unwritten(a, r, bad);
+}
+
+int
+fail_unwritten(struct raid_array *a, int r, uint64_t bad)
+{
+	for (unsigned i = 0; i < a->nr_members && r < 0 && bad; i++) {
 		if (((bad >> i) & 1) &&
 		    fail_locked(a, i, "superblock write error", FAIL_WRITE) <
 			    0) {
 			return -EIO;
 		}
 	}
-	return 0;
+	return bad ? 0 : r;
 }
 
 /* No more writes: their copies or parity could not be kept consistent. */
@@ -127,6 +152,42 @@ set_broken(struct raid_array *a, unsigned role, const char *why)
 		role, a->members[role].path, why);
 	array_log_state(a);
 	array_event(a, "ArrayFailed", a->members[role].path);
+}
+
+/*
+ * role's failure could not be recorded: a restart would take it back in
+ * sync, without what was written since.  No write may be answered from
+ * now on (`unrecorded` stays raised: failures_recorded says EIO).
+ */
+static void
+unrecordable(struct raid_array *a, unsigned role)
+{
+	raid_error(
+		"member %u (%s): its failure could not be recorded in the superblocks: writes are refused",
+		role, a->members[role].path);
+	if (atomic_exchange(&a->broken, true)) {
+		return; /* failed already, and said why */
+	}
+	snprintf(
+		a->reason, sizeof(a->reason),
+		"member %u (%s) failed, and no superblock could record it: writes are refused",
+		role, a->members[role].path);
+	array_event(a, "ArrayFailed", a->members[role].path);
+}
+
+int
+failures_recorded(struct raid_array *a)
+{
+	int r;
+
+	if (atomic_load(&a->unrecorded) == 0) {
+		return 0;
+	}
+	/* The recorder holds fail_lock from the raise to the lowering. */
+	pthread_mutex_lock(&a->fail_lock);
+	r = atomic_load(&a->unrecorded) ? -EIO : 0;
+	pthread_mutex_unlock(&a->fail_lock);
+	return r;
 }
 
 int
@@ -149,12 +210,18 @@ fail_locked(struct raid_array *a, unsigned role, const char *why,
 		}
 		return -EIO;
 	}
+	atomic_fetch_add(&a->unrecorded, 1); /* before the store: DESIGN */
 	atomic_store(&m->state, RAID_MEMBER_FAULTY);
 	if (!atomic_load(&a->broken)) {
 		snprintf(a->reason, sizeof(a->reason),
 			 "member %u (%s) is faulty: %s", role, m->path, why);
 	}
 	r = record(a, role, MD_ROLE_FAULTY);
+	if (r == 0) {
+		atomic_fetch_sub(&a->unrecorded, 1);
+	} else {
+		unrecordable(a, role);
+	}
 	array_log_state(a);
 	if (!a->meta) {
 		raid_error(
@@ -260,10 +327,7 @@ remove_locked(struct raid_array *a, unsigned role)
 		return r;
 	}
 	r = record(a, role, MD_ROLE_SPARE);
-	if (m->fd >= 0) {
-		close(m->fd); /* and with it, the claim */
-		m->fd = -1;
-	}
+	member_close_fd(m); /* and with it, the claim */
 	snprintf(a->reason, sizeof(a->reason), "member %u (%s) was removed",
 		 role, m->path);
 	array_log_state(a);

@@ -17,6 +17,11 @@
  * emitted.  A full ring drops the event: logged once per run of drops,
  * with the count when the ring has room again.
  *
+ * ARRAY and MEMBER come from outside (a superblock's name, a member's
+ * path): each reaches the program cleaned (text.h: control characters
+ * and bytes that are not UTF-8 as \xNN, a leading '-' as \x2d), so that
+ * it is one printable argument and never an option.
+ *
  * Before events_start() (nbdkit forks after raid_open) events only queue;
  * events_free() runs whatever is queued, on its thread or, when it never
  * started, on the caller's, then stops.
@@ -34,11 +39,12 @@
 
 #include "events.h"
 #include "log.h"
+#include "text.h"
 
 #define EVENTS_MAX	 64 /* queued and not yet run */
 #define EVENT_NAME_MAX	 32
 #define EVENT_MEMBER_MAX 4096
-#define EVENT_ARRAY_MAX	 64
+#define EVENT_ARRAY_MAX	 (4 * 32 + 1) /* md's name, each byte escaped */
 
 extern char **environ;
 
@@ -178,7 +184,7 @@ events_new(const char *program, const char *array, struct event_runner **out)
 		free(er);
 		return -ENOMEM;
 	}
-	snprintf(er->array, sizeof(er->array), "%s", array);
+	text_clean(er->array, sizeof(er->array), array, TEXT_NO_DASH);
 	pthread_mutex_init(&er->lock, NULL);
 	pthread_cond_init(&er->wake, NULL);
 	*out = er;
@@ -215,8 +221,8 @@ events_emit(struct event_runner *er, const char *event, const char *member)
 		struct event *ev = &er->q[(er->head + er->count) % EVENTS_MAX];
 
 		snprintf(ev->name, sizeof(ev->name), "%s", event);
-		snprintf(ev->member, sizeof(ev->member), "%s",
-			 member ? member : "");
+		text_clean(ev->member, sizeof(ev->member), member ? member : "",
+			   TEXT_NO_DASH);
 		er->count++;
 		dropped = er->dropped;
 		er->dropped = 0;

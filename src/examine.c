@@ -106,10 +106,11 @@ raid_examine(const char *path, struct raid_examine *ex, char *why,
 	r = member_open(&m, 0, path, false, true, RAID_IO_PSYNC);
 	if (r < 0) {
 		snprintf(why, whylen, "cannot open it (%s)", strerror(-r));
+		member_close(&m); /* its path */
 		return r;
 	}
 	r = meta_read(&m, &mm, why, whylen);
-	if (r == 0 || r == -EBADMSG) {
+	if (r == 0 || r == -EBADMSG || r == -EUCLEAN) {
 		fill(&mm, ex);
 	} else if (r == -ENOENT) {
 		snprintf(why, whylen, "no md superblock");

@@ -98,18 +98,92 @@ member_size(struct raid_member *m, const struct stat *st)
 	return 0;
 }
 
-static int
-member_open_fd(struct raid_member *m, bool direct, bool read_only)
+const char *
+member_type_name(mode_t mode)
 {
-	int flags = O_CLOEXEC | (direct ? O_DIRECT : 0);
-
-	m->fd = open(m->path, (read_only ? O_RDONLY : O_RDWR) | flags);
-	m->read_only = read_only && m->fd >= 0;
-	if (m->fd < 0 && (errno == EROFS || errno == EACCES)) {
-		m->fd = open(m->path, O_RDONLY | flags);
-		m->read_only = m->fd >= 0;
+	switch (mode & S_IFMT) {
+	case S_IFREG:
+		return "a regular file";
+	case S_IFBLK:
+		return "a block device";
+	case S_IFIFO:
+		return "a FIFO";
+	case S_IFCHR:
+		return "a character device";
+	case S_IFDIR:
+		return "a directory";
+	case S_IFSOCK:
+		return "a socket";
+	case S_IFLNK:
+		return "a symbolic link";
 	}
-	return m->fd < 0 ? -errno : 0;
+	return "a file of unknown type";
+}
+
+static bool
+member_type_ok(mode_t mode)
+{
+	return S_ISREG(mode) || S_ISBLK(mode);
+}
+
+int
+member_open_path(const char *path, int flags, struct stat *st)
+{
+	struct stat before;
+	int fd, fl;
+
+	memset(st, 0, sizeof(*st));
+	/* A FIFO's or a device's open may wait, or do something: not even
+	 * tried.  The open itself never waits (O_NONBLOCK), and what it
+	 * opened is checked again (the path may have changed since). */
+	if (stat(path, &before) < 0) {
+		return -errno;
+	}
+	if (!member_type_ok(before.st_mode)) {
+		*st = before;
+		return -EINVAL;
+	}
+	fd = open(path, flags | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		return -errno;
+	}
+	if (fstat(fd, st) < 0) {
+		int r = -errno;
+
+		close(fd);
+		return r;
+	}
+	if (!member_type_ok(st->st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	/* io_uring answers EAGAIN on an O_NONBLOCK file: cleared. */
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+		int r = -errno;
+
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+static int
+member_open_fd(struct raid_member *m, bool direct, bool read_only,
+	       struct stat *st)
+{
+	int flags = direct ? O_DIRECT : 0;
+	int fd;
+
+	fd = member_open_path(m->path, (read_only ? O_RDONLY : O_RDWR) | flags,
+			      st);
+	m->read_only = read_only && fd >= 0;
+	if (fd == -EROFS || fd == -EACCES) {
+		fd = member_open_path(m->path, O_RDONLY | flags, st);
+		m->read_only = fd >= 0;
+	}
+	m->fd = fd < 0 ? -1 : fd;
+	return fd < 0 ? fd : 0;
 }
 
 /*
@@ -121,15 +195,20 @@ static int
 claim_blk(struct raid_member *m)
 {
 	int flags = fcntl(m->fd, F_GETFL);
+	struct stat st;
 	int fd;
 
 	if (flags < 0) {
 		return -errno;
 	}
 	flags &= O_ACCMODE | O_DIRECT;
-	fd = open(m->path, flags | O_CLOEXEC | O_EXCL);
+	fd = member_open_path(m->path, flags | O_EXCL, &st);
 	if (fd < 0) {
-		return -errno;
+		return fd == -EINVAL ? -ENODEV : fd;
+	}
+	if (!S_ISBLK(st.st_mode) || st.st_rdev != m->dev) {
+		close(fd); /* the path names another device now */
+		return -ENODEV;
 	}
 	if (dup3(fd, m->fd, O_CLOEXEC) < 0) {
 		int r = -errno;
@@ -232,7 +311,13 @@ member_open(struct raid_member *m, unsigned role, const char *path, bool direct,
 	if (!m->path) {
 		return -ENOMEM;
 	}
-	r = member_open_fd(m, direct, read_only);
+	r = member_open_fd(m, direct, read_only, &st);
+	if (r == -EINVAL && st.st_mode && !member_type_ok(st.st_mode)) {
+		raid_error(
+			"member %u (%s): %s, not a regular file or block device",
+			role, path, member_type_name(st.st_mode));
+		return r;
+	}
 	if (r == -EINVAL && direct) {
 		raid_error(
 			"member %u (%s): open: O_DIRECT is not supported here (use direct=false)",
@@ -245,11 +330,8 @@ member_open(struct raid_member *m, unsigned role, const char *path, bool direct,
 		return r;
 	}
 	m->direct = direct;
-	if (fstat(m->fd, &st) < 0 || (r = member_size(m, &st)) < 0) {
-		r = r < 0 ? r : -errno;
-		raid_error("member %u (%s): %s", role, path,
-			   r == -EINVAL ? "not a regular file or block device"
-					: strerror(-r));
+	if ((r = member_size(m, &st)) < 0) {
+		raid_error("member %u (%s): %s", role, path, strerror(-r));
 		return r;
 	}
 	member_alignment(m);
@@ -273,15 +355,36 @@ member_missing(struct raid_member *m, unsigned role, const char *path)
 	return path && !m->path ? -ENOMEM : 0;
 }
 
+/*
+ * A file's lock is let go explicitly before its fd is closed: io_uring may
+ * hold the open file (a request completed by one of its workers is freed
+ * later, on the ring's next use), and with it the lock, long after close;
+ * the member would stay "in use" for an nbdraid starting on it next, or a
+ * spare= taking it back.  A block device's O_EXCL goes with its last
+ * reference: claim_wait waits for it.
+ */
+void
+member_close_fd(struct raid_member *m)
+{
+	struct flock fl = { .l_type = F_UNLCK, .l_whence = SEEK_SET };
+
+	if (m->fd < 0) {
+		return;
+	}
+	if (m->claimed && !m->is_blk) {
+		(void)fcntl(m->fd, F_OFD_SETLK, &fl);
+	}
+	close(m->fd);
+	m->fd = -1;
+	m->claimed = false;
+}
+
 void
 member_close(struct raid_member *m)
 {
 	fault_detach(m);
-	if (m->fd >= 0) {
-		close(m->fd);
-	}
+	member_close_fd(m);
 	free(m->path);
-	m->fd = -1;
 	m->path = NULL;
 }
 

@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "io/io.h"
@@ -25,7 +26,14 @@ struct fault;
 
 struct raid_member {
 	unsigned role;
-	char *path;
+	/*
+	 * The member's path, as given (NULL: none).  Read without a lock
+	 * (status, member lookup, log lines on the data path), so: atomic,
+	 * and the string it points at is never changed, nor freed while the
+	 * array is open, even after a spare took the role (spare.c retires
+	 * it; docs/locking.md, "Member paths").  It changes under fail_lock.
+	 */
+	char *_Atomic path;
 	int fd; /* -1 for members without one (tests) */
 	bool is_blk;
 	bool direct;		/* opened O_DIRECT */
@@ -97,9 +105,21 @@ member_alive(const struct raid_member *m)
 	return s == RAID_MEMBER_IN_SYNC || s == RAID_MEMBER_REBUILDING;
 }
 
+/*
+ * Open path (a regular file or a block device, nothing else: a FIFO or a
+ * character device is refused before it is opened, so no open waits)
+ * with flags, O_CLOEXEC added; *st is its fstat.  An fd, or -errno:
+ * -EINVAL for another type, *st then saying which (else *st is zero).
+ */
+int member_open_path(const char *path, int flags, struct stat *st);
+/* "a FIFO", "a directory" ...: a file type for messages. */
+const char *member_type_name(mode_t mode);
+
 int member_open(struct raid_member *m, unsigned role, const char *path,
 		bool direct, bool read_only, enum raid_io_mode io);
 void member_close(struct raid_member *m);
+/* Close m's fd (fd -1), its claim let go at once; the rest of m stays. */
+void member_close_fd(struct raid_member *m);
 /* A role with no member (state missing); path: the one that would not
  * open, or NULL.  0 or -ENOMEM. */
 int member_missing(struct raid_member *m, unsigned role, const char *path);

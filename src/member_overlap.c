@@ -423,7 +423,8 @@ loop_status(struct resolver *r, const struct overlap_hop *last,
 	int fd, err;
 
 	if (r->chain.nr_hops == 1) {
-		fd = dup(r->m->fd);
+		/* CLOEXEC: an event program spawned meanwhile gets no copy. */
+		fd = fcntl(r->m->fd, F_DUPFD_CLOEXEC, 0);
 	} else if (kernel_name(r, last->node.dev, kname, sizeof(kname)) == 0 &&
 		   snprintf(path, sizeof(path), "%s/%s", r->env->dev, kname) <
 			   (int)sizeof(path)) {

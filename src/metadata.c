@@ -106,6 +106,95 @@ read_minor(struct raid_member *m, unsigned minor, void *buf,
 	return r;
 }
 
+/* nbdraid's limits where md allows more: a chunk it can place. */
+static int
+check_chunk(const struct md_sb *sb, char *why, size_t whylen)
+{
+	uint64_t chunk = (uint64_t)sb->chunksize * RAID_SECTOR_BYTES;
+
+	if (sb->raid_disks == 0) {
+		snprintf(why, whylen, "raid_disks 0: an array of no members");
+		return -EUCLEAN;
+	}
+	/* RAID 1 has no chunk (md ignores the field); levels nbdraid does
+	 * not serve are refused by assembly, by level. */
+	if (sb->level != 0 && sb->level != 5 && sb->level != 10) {
+		return 0;
+	}
+	if (!chunk) {
+		snprintf(why, whylen, "chunksize 0: raid%d needs a chunk",
+			 sb->level);
+	} else if (!is_power_of_2(chunk) && sb->level == 0) {
+		snprintf(
+			why, whylen,
+			"chunksize %u sectors: not a power of two (md places such RAID 0 chunks by division, nbdraid by shifts: not served)",
+			sb->chunksize);
+	} else if (!is_power_of_2(chunk)) {
+		snprintf(why, whylen,
+			 "chunksize %u sectors: not a power of two (md "
+			 "requires one for raid%d)",
+			 sb->chunksize, sb->level);
+	} else if (chunk < RAID_MIN_CHUNK || chunk > RAID_MAX_CHUNK) {
+		snprintf(
+			why, whylen,
+			"chunksize %u sectors: nbdraid serves chunks from 4 KiB to 16 MiB",
+			sb->chunksize);
+	} else {
+		return 0;
+	}
+	return -EUCLEAN;
+}
+
+/* The sectors md's bitmap spans, read at its place (feature 0x1). */
+static int
+bitmap_extent(struct raid_member *m, const struct md_sb *sb, uint64_t *sectors,
+	      char *why, size_t whylen)
+{
+	void *buf = sb_buffer();
+	char w[160];
+	int r;
+
+	if (!buf) {
+		return -ENOMEM;
+	}
+	r = sb_io(m, IO_READ, buf, sb->super_offset + sb->bitmap_offset);
+	if (r < 0) {
+		snprintf(why, whylen, "reading the bitmap: %s", strerror(-r));
+	} else if ((r = md_bitmap_sectors(buf, MD_SB_BYTES, sb->set_uuid,
+					  sectors, w, sizeof(w))) < 0) {
+		snprintf(why, whylen, "bitmap_offset %d: %s", sb->bitmap_offset,
+			 w);
+		r = -EUCLEAN;
+	}
+	free(buf);
+	return r;
+}
+
+/*
+ * May nbdraid write by this superblock?  Every place it names lies in the
+ * member and apart (md_sb_check_geometry, md's bitmap measured where it
+ * is), and a chunk nbdraid places.  0, or -EUCLEAN (why set).
+ */
+static int
+validate(struct raid_member *m, const struct md_sb *sb, char *why,
+	 size_t whylen)
+{
+	uint64_t bitmap = 0;
+	int r = check_chunk(sb, why, whylen);
+
+	if (r == 0) {
+		r = md_sb_check_geometry(sb, m->size, 0, why, whylen);
+	}
+	if (r == 0 && (sb->feature_map & MD_FEATURE_BITMAP_OFFSET)) {
+		r = bitmap_extent(m, sb, &bitmap, why, whylen);
+		if (r == 0) {
+			r = md_sb_check_geometry(sb, m->size, bitmap, why,
+						 whylen);
+		}
+	}
+	return r;
+}
+
 int
 meta_read(struct raid_member *m, struct meta_member *out, char *why,
 	  size_t whylen)
@@ -145,7 +234,7 @@ meta_read(struct raid_member *m, struct meta_member *out, char *why,
 	}
 	free(buf);
 	free(try);
-	return found ? 0 : err;
+	return found ? validate(m, &out->sb, why, whylen) : err;
 }
 
 int
@@ -522,7 +611,11 @@ geometry_kind(struct assembly *as, struct meta_geometry *geo)
 		return -EOPNOTSUPP;
 	}
 	geo->level = sb->level;
-	geo->chunk_bytes = (uint64_t)sb->chunksize * RAID_SECTOR_BYTES;
+	/* RAID 1 has no chunk: md ignores the field, and so does nbdraid
+	 * (validate checked it for the levels that have one). */
+	geo->chunk_bytes = as->layout->size_unit ? 0
+						 : (uint64_t)sb->chunksize *
+							   RAID_SECTOR_BYTES;
 	if (cfg->level >= 0 && cfg->level != sb->level) {
 		raid_error("level=%d given, but the superblocks say raid%d",
 			   cfg->level, sb->level);
@@ -565,6 +658,15 @@ geometry_sizes(struct assembly *as, const int *by_role,
 		}
 		if (fresh->level == 0) {
 			data = ROUND_DOWN(data, geo->chunk_bytes);
+			if (!data) {
+				/* 0 would read as "all of the member". */
+				raid_error(
+					"member %s: data_size %llu sectors: less than one chunk (%llu bytes)",
+					as->m[i].path,
+					(unsigned long long)sb->data_size,
+					(unsigned long long)geo->chunk_bytes);
+				return -EUCLEAN;
+			}
 			if (first >= 0 && data != geo->member_bytes) {
 				raid_error(
 					"member %s: md raid0 over members of different sizes (more than one zone) is not supported",
@@ -586,6 +688,14 @@ geometry_sizes(struct assembly *as, const int *by_role,
 			return r;
 		}
 		first = first < 0 ? (int)role : first;
+	}
+	if (first < 0) {
+		/* Every member a spare, failed, removed or left out: no
+		 * role has one (and no data offset to place the rest by). */
+		raid_error(
+			"no member holds a role of the array (%u roles): the freshest superblock's role table (member %s) names only spares, failed or removed members, or none was given",
+			fresh->raid_disks, as->m[as->freshest].path);
+		return -EINVAL;
 	}
 	for (unsigned role = 0; role < fresh->raid_disks; role++) {
 		if (by_role[role] < 0) {
@@ -858,11 +968,16 @@ selected(const struct raid_config *cfg, const char *path)
 	const char *colon;
 	char why[160];
 	bool yes;
+	int r;
 
 	if (member_open(&m, 0, path, false, true, RAID_IO_PSYNC) < 0) {
+		member_close(&m); /* its path */
 		return false;
 	}
-	yes = meta_read(&m, &mm, why, sizeof(why)) == 0;
+	/* By identity: one of ours whose geometry is refused is taken, and
+	 * refused by assembly, saying why. */
+	r = meta_read(&m, &mm, why, sizeof(why));
+	yes = r == 0 || r == -EUCLEAN;
 	member_close(&m);
 	if (yes && cfg->has_uuid) {
 		yes = memcmp(mm.sb.set_uuid, cfg->uuid, 16) == 0;
@@ -887,11 +1002,14 @@ read_sb(const char *path, struct md_sb *sb)
 	struct raid_member m;
 	char why[160];
 	bool yes;
+	int r;
 
 	if (member_open(&m, 0, path, false, true, RAID_IO_PSYNC) < 0) {
+		member_close(&m); /* its path */
 		return false;
 	}
-	yes = meta_read(&m, &mm, why, sizeof(why)) == 0;
+	r = meta_read(&m, &mm, why, sizeof(why));
+	yes = r == 0 || r == -EUCLEAN; /* refused by assembly, saying why */
 	member_close(&m);
 	if (yes) {
 		*sb = mm.sb;
@@ -925,6 +1043,34 @@ add_spares_in_roles(const struct raid_config *cfg, char ***paths, unsigned *n)
 	return r;
 }
 
+/*
+ * The one limit on members, checked before any is opened: every table
+ * sized by members (raid_config.h) holds RAID_MAX_MEMBERS roles and
+ * RAID_MAX_SPARES spares; raw mode has no spares.
+ */
+static int
+check_count(const struct raid_config *cfg, unsigned n)
+{
+	bool raw = cfg->metadata == RAID_META_NONE;
+	unsigned max = RAID_MAX_MEMBERS + (raw ? 0 : RAID_MAX_SPARES);
+
+	if (n <= max) {
+		return 0;
+	}
+	if (raw) {
+		raid_error(
+			"member=%s%s: %u files or devices, more than nbdraid serves (%d members)",
+			cfg->members[0], cfg->nr_members > 1 ? " ..." : "", n,
+			RAID_MAX_MEMBERS);
+	} else {
+		raid_error(
+			"member=%s%s: %u files or devices, more than nbdraid serves (%d members and %d spares)",
+			cfg->members[0], cfg->nr_members > 1 ? " ..." : "", n,
+			RAID_MAX_MEMBERS, RAID_MAX_SPARES);
+	}
+	return -E2BIG;
+}
+
 int
 meta_select(const struct raid_config *cfg, char ***paths, unsigned *n)
 {
@@ -932,6 +1078,9 @@ meta_select(const struct raid_config *cfg, char ***paths, unsigned *n)
 
 	if (r == 0 && cfg->metadata != RAID_META_NONE && cfg->nr_spares) {
 		r = add_spares_in_roles(cfg, paths, n);
+	}
+	if (r == 0) {
+		r = check_count(cfg, *n);
 	}
 	return r;
 }
@@ -1036,16 +1185,22 @@ meta_freshest(const struct raid_meta *meta)
 /* ---- status ------------------------------------------------------------ */
 
 void
-meta_status(const struct raid_meta *meta, struct raid_status *st)
+meta_status(struct raid_meta *meta, struct raid_status *st)
 {
-	const struct md_sb *ref = meta_freshest(meta);
+	const struct md_sb *ref;
 
-	if (!ref) {
+	if (!meta) {
 		return;
 	}
-	st->has_meta = true;
-	memcpy(st->uuid, ref->set_uuid, sizeof(st->uuid));
-	snprintf(st->name, sizeof(st->name), "%s", ref->set_name);
-	st->events = ref->events;
-	st->clean = ref->resync_offset == MD_RESYNC_DONE;
+	pthread_mutex_lock(&meta->lock);
+	ref = meta_freshest(meta);
+	if (ref) {
+		st->has_meta = true;
+		memcpy(st->uuid, ref->set_uuid, sizeof(st->uuid));
+		snprintf(st->name, sizeof(st->name), "%.*s",
+			 (int)sizeof(ref->set_name), ref->set_name);
+		st->events = ref->events;
+		st->clean = ref->resync_offset == MD_RESYNC_DONE;
+	}
+	pthread_mutex_unlock(&meta->lock);
 }

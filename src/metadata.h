@@ -123,8 +123,12 @@ void meta_free(struct raid_meta *meta);
 
 /*
  * Read one member's superblock (the newest of 1.2, 1.1, 1.0 found at its
- * place).  0, -ENOENT (none), or -EINVAL/-EBADMSG (a damaged one, why set;
- * with -EBADMSG, a bad checksum, out holds what it says all the same).
+ * place) and validate it: 0, -ENOENT (none), -EINVAL/-EBADMSG (a damaged
+ * one, why set; with -EBADMSG, a bad checksum, out holds what it says all
+ * the same), or -EUCLEAN: whole, but its geometry is not one nbdraid may
+ * write by (why names the field and the reason, out holds it): a place
+ * outside the member, areas that overlap (superblock, data, md's bitmap,
+ * bad-block log), a chunk nbdraid cannot place.  docs/metadata.md.
  */
 int meta_read(struct raid_member *m, struct meta_member *out, char *why,
 	      size_t whylen);
@@ -155,8 +159,9 @@ int meta_set_dev(struct raid_meta *meta, uint32_t dev, uint16_t value);
 /* The freshest superblock kept (a failed member's is never updated). */
 const struct md_sb *meta_freshest(const struct raid_meta *meta);
 
-/* The identity and state for raid_status (nothing in raw mode). */
-void meta_status(const struct raid_meta *meta, struct raid_status *st);
+/* The identity and state for raid_status (nothing in raw mode); takes
+ * meta->lock (a superblock update may be under way). */
+void meta_status(struct raid_meta *meta, struct raid_status *st);
 
 /* Nanoseconds on the monotonic clock. */
 uint64_t meta_now_ns(void);

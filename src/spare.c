@@ -6,7 +6,8 @@
  * A spare is a member of the array with md's spare role (0xffff in every
  * role table): its superblock is a copy of the array's freshest one with
  * its own dev_number (the first entry no member or spare uses, md's way),
- * a random device_uuid and its own place (super_offset, data_size); it is
+ * a random device_uuid and its own place (super_offset, data_size; a spare
+ * carrying its own superblock keeps its own data offset); it is
  * written with every superblock update, as md writes a spare's.  Spares
  * come from spare= at start (a superblock written on one that has none),
  * from member= (superblocks that say spare) and from the control socket
@@ -17,15 +18,24 @@
  * member (missing; faulty ones are removed first) and a spare exists,
  * under fail_lock the spare's raid_member moves into the role's slot
  * while its state is missing (the data path reads members without a lock
- * and skips those not alive), `rebuilt` is set to 0, and only then the
- * state becomes rebuilding: writes reach it from then on, reads only
- * below `rebuilt`.  Its superblock gets the role in every table, feature
- * 0x2 with recovery_offset 0, events move on; then the recovery engine
+ * and skips those not alive), the role's data offset becomes the spare's
+ * own (the geometry's per-role data_offset), its gen moves on (a request
+ * that began before never reaches it: batch_pin), `rebuilt` is set to 0,
+ * and only then the state becomes rebuilding: writes reach it from then on,
+ * reads only below `rebuilt`.  Its superblock gets the role in every table,
+ * feature 0x2 with recovery_offset 0, events move on; then the recovery engine
  * is woken (sync_kick).  The engine checkpoints (recovery_offset, events
  * + 1) and, at the end, array_recovery_done makes the member in sync.
  *
  * Lock order: fail_lock, then meta->lock (the spare list changes under
  * both; meta_commit reads it under meta->lock).
+ *
+ * Paths: the member a spare replaces leaves its path string behind, on
+ * the array's list of old paths, freed only when the array closes:
+ * status, member lookup and log lines read a member's path without a
+ * lock and may hold it (docs/locking.md, "Member paths").  A spare whose
+ * path is on that list takes that string back, so the list holds each
+ * path at most once however often one file leaves and comes back.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -96,35 +106,48 @@ dev_taken(const struct raid_array *a, uint32_t dev)
 }
 
 /*
- * Where a spare's superblock and data go (sectors), as the freshest
- * member's: the same version and data offset; 1.0 keeps the same room
- * between the data and the superblock at its end.  -ENOSPC (logged) when
- * the data offset and the array's used size do not fit.
+ * Where a spare's superblock and data go (sectors): the freshest member's
+ * version, the data at data_offset (a new spare's: the freshest member's;
+ * a spare that has its own superblock: its own, which it keeps when it
+ * takes a role); 1.0 keeps the freshest's room between the data and the
+ * superblock at its end.  -ENOSPC (logged) when the data area does not
+ * hold the array's used size past its superblock; -EINVAL when it is not
+ * aligned to the members' blocks.
  */
 static int
-spare_place(const struct raid_member *m, const struct md_sb *fresh,
+spare_place(const struct raid_array *a, const struct raid_member *m,
+	    const struct md_sb *fresh, uint64_t data_offset,
 	    struct meta_member *mm)
 {
 	uint64_t sectors = m->size / RAID_SECTOR_BYTES;
 	uint64_t at = md_sb_sector(md_sb_minor(fresh->super_offset), m->size);
 	uint64_t end = sectors, avail = 0, gap;
+	bool at_end = md_sb_minor(fresh->super_offset) == 0;
 
-	if (at != UINT64_MAX && md_sb_minor(fresh->super_offset) == 0) {
+	if (at != UINT64_MAX && at_end) {
 		gap = fresh->super_offset - fresh->data_offset -
 		      fresh->data_size;
 		end = at > gap ? at - gap : 0;
 	}
-	if (at != UINT64_MAX && end > fresh->data_offset) {
-		avail = end - fresh->data_offset;
+	if (at != UINT64_MAX && end > data_offset &&
+	    (at_end || data_offset >= at + MD_SB_BYTES / RAID_SECTOR_BYTES)) {
+		avail = end - data_offset;
 	}
 	if (at == UINT64_MAX || avail < fresh->size) {
 		raid_error(
-			"spare %s: %llu bytes is too small: the array needs data offset %llu + used size %llu bytes on each member",
+			"spare %s: %llu bytes is too small: the array needs data offset %llu + used size %llu bytes on it, past its superblock",
 			m->path, (unsigned long long)m->size,
-			(unsigned long long)fresh->data_offset *
-				RAID_SECTOR_BYTES,
+			(unsigned long long)data_offset * RAID_SECTOR_BYTES,
 			(unsigned long long)fresh->size * RAID_SECTOR_BYTES);
 		return -ENOSPC;
+	}
+	if (!IS_ALIGNED(data_offset * RAID_SECTOR_BYTES, a->discard_align)) {
+		raid_error(
+			"spare %s: data offset %llu is not a multiple of the members' block size %u",
+			m->path,
+			(unsigned long long)data_offset * RAID_SECTOR_BYTES,
+			a->discard_align);
+		return -EINVAL;
 	}
 	mm->sb.super_offset = mm->sb_sector = at;
 	mm->sb.data_size = avail;
@@ -157,7 +180,7 @@ spare_sb_new(struct raid_array *a, const struct raid_member *m,
 	    (ssize_t)sizeof(sb->device_uuid)) {
 		return -EIO;
 	}
-	return spare_place(m, fresh, mm);
+	return spare_place(a, m, fresh, fresh->data_offset, mm);
 }
 
 /*
@@ -255,7 +278,8 @@ spare_found(struct raid_array *a, struct raid_member *m, struct meta_member *mm,
 			   m->path, md_sb_role(&mm->sb), tail);
 		return SB_REFUSED;
 	}
-	return spare_place(m, fresh, &(struct meta_member){ 0 }) < 0
+	return spare_place(a, m, fresh, mm->sb.data_offset,
+			   &(struct meta_member){ 0 }) < 0
 		       ? SB_REFUSED
 		       : SB_OUR_SPARE;
 }
@@ -361,6 +385,8 @@ spare_enlist(struct raid_array *a, struct raid_member *m,
 		meta->nr_spares--;
 		raid_error("spare %s: recording it in the superblocks: %s",
 			   m->path, strerror(-r));
+	} else {
+		a->spares[i].path = m->path = path_reuse(a, m->path);
 	}
 	pthread_mutex_unlock(&meta->lock);
 	for (unsigned k = 0; k < a->nr_members && bad; k++) {
@@ -426,6 +452,51 @@ raid_add_member(struct raid_array *a, const char *path, bool force)
 	return spare_add(a, path, force, true);
 }
 
+/* ---- member paths ----------------------------------------------------------
+ */
+
+void
+path_retire(struct raid_array *a, char *path)
+{
+	char **v;
+
+	if (!path) {
+		return;
+	}
+	v = realloc(a->old_paths, (a->nr_old_paths + 1) * sizeof(*v));
+	if (!v) {
+		return; /* kept forever rather than freed early */
+	}
+	a->old_paths = v;
+	a->old_paths[a->nr_old_paths++] = path;
+}
+
+char *
+path_reuse(struct raid_array *a, char *path)
+{
+	for (unsigned i = 0; path && i < a->nr_old_paths; i++) {
+		char *old = a->old_paths[i];
+
+		if (strcmp(old, path) == 0) {
+			a->old_paths[i] = a->old_paths[--a->nr_old_paths];
+			free(path);
+			return old;
+		}
+	}
+	return path;
+}
+
+void
+paths_free(struct raid_array *a)
+{
+	for (unsigned i = 0; i < a->nr_old_paths; i++) {
+		free(a->old_paths[i]);
+	}
+	free(a->old_paths);
+	a->old_paths = NULL;
+	a->nr_old_paths = 0;
+}
+
 /* ---- taking a spare into a role ------------------------------------------ */
 
 /* The first role with no usable member (missing or faulty), or -1. */
@@ -448,7 +519,7 @@ spare_move(struct raid_array *a, unsigned role)
 {
 	struct raid_member *m = &a->members[role], *s = &a->spares[0];
 
-	free(m->path);
+	path_retire(a, m->path); /* status may still hold it */
 	m->path = s->path;
 	m->fd = s->fd;
 	m->is_blk = s->is_blk;
@@ -520,6 +591,15 @@ take_locked(struct raid_array *a)
 	mm->sb.feature_map |= MD_FEATURE_RECOVERY_OFFSET;
 	mm->sb.recovery_offset = 0;
 	meta->role_dev[role] = mm->sb.dev_number;
+	/*
+	 * The role's data offset is the spare's own from now on (md keeps
+	 * one per rdev).  The role is missing: no request issues I/O to it,
+	 * and one that decided to before the member left never reaches the
+	 * spare (batch_pin: its gen moves on in spare_move).
+	 */
+	__atomic_store_n(&a->g.data_offset[role],
+			 mm->sb.data_offset * RAID_SECTOR_BYTES,
+			 __ATOMIC_RELAXED);
 	spare_move(a, role);
 	spare_unlist(a, 0);
 	meta_set_role(meta, role, role);
@@ -531,11 +611,7 @@ take_locked(struct raid_array *a)
 	raid_error("member %u: spare %s takes the role: recovery starts", role,
 		   a->members[role].path);
 	array_log_state(a);
-	for (unsigned k = 0; k < a->nr_members && bad; k++) {
-		if ((bad >> k) & 1) {
-			fail_locked(a, k, "superblock write error", FAIL_WRITE);
-		}
-	}
+	r = fail_unwritten(a, r, bad);
 	return r < 0 ? r : 1;
 }
 
@@ -570,7 +646,8 @@ rebuilding(const struct raid_array *a, unsigned role, const char *what)
 	return 0;
 }
 
-/* Commit under meta->lock, failing members whose write failed. */
+/* Commit under meta->lock, failing members whose write failed (not the
+ * caller: the update is on every member left). */
 static int
 commit_locked(struct raid_array *a)
 {
@@ -578,12 +655,7 @@ commit_locked(struct raid_array *a)
 	int r = meta_commit(a, 1, &bad);
 
 	pthread_mutex_unlock(&a->meta->lock);
-	for (unsigned k = 0; k < a->nr_members && bad; k++) {
-		if ((bad >> k) & 1) {
-			fail_locked(a, k, "superblock write error", FAIL_WRITE);
-		}
-	}
-	return r;
+	return fail_unwritten(a, r, bad);
 }
 
 int
@@ -653,6 +725,12 @@ spares_adopt(struct raid_array *a)
 	}
 	for (unsigned i = 0; i < a->meta->nr_spares && r == 0; i++) {
 		r = spare_fits(a, &a->spares[i]);
+		if (r == 0) {
+			r = spare_place(a, &a->spares[i],
+					meta_freshest(a->meta),
+					a->meta->spares[i].sb.data_offset,
+					&(struct meta_member){ 0 });
+		}
 	}
 	return r;
 }

@@ -3,9 +3,13 @@
  * the log: its state, each role's member and counters, the requests
  * served (raid.h: struct raid_status; docs/degraded.md).
  *
- * The states are read without a lock (each is one atomic): a status taken
- * while a member fails may show the moment before or after, never a mix
- * within one member.
+ * The members, their states and paths, the spares and the reason are read
+ * in one hold of fail_lock (they change under it), so a status shows one
+ * moment: never a spare both in a role and on the list, never one
+ * member's state with another's path.  A path it returns is the member's
+ * own string, never freed while the array is open (member.h: path), so
+ * the status stays readable after a spare took the role.  The identity
+ * (superblocks) is read under meta->lock, the counters without a lock.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -97,12 +101,20 @@ int
 raid_status(struct raid_array *a, struct raid_status *st)
 {
 	memset(st, 0, sizeof(*st));
-	st->state = array_state_now(a);
 	st->level = a->layout->level;
 	a->layout->layout_name(&a->g, st->layout, sizeof(st->layout));
 	st->size = a->size;
 	st->chunk_bytes = a->chunk_bytes;
 	st->nr_members = a->nr_members;
+	sync_status(a, st);
+	gather_stats(a->gather, &st->gather);
+	for (unsigned k = 0; k < RAID_REQ_KINDS; k++) {
+		st->io[k].requests = atomic_load(&a->io[k].requests);
+		st->io[k].bytes = atomic_load(&a->io[k].bytes);
+		st->io[k].errors = atomic_load(&a->io[k].errors);
+	}
+	pthread_mutex_lock(&a->fail_lock);
+	st->state = array_state_now(a);
 	for (unsigned i = 0; i < a->nr_members; i++) {
 		struct raid_member *m = &a->members[i];
 		struct raid_member_status *ms = &st->members[i];
@@ -114,14 +126,6 @@ raid_status(struct raid_array *a, struct raid_status *st)
 		ms->write_errors = atomic_load(&m->write_errors);
 		ms->corrected_reads = atomic_load(&m->corrected_reads);
 	}
-	sync_status(a, st);
-	gather_stats(a->gather, &st->gather);
-	for (unsigned k = 0; k < RAID_REQ_KINDS; k++) {
-		st->io[k].requests = atomic_load(&a->io[k].requests);
-		st->io[k].bytes = atomic_load(&a->io[k].bytes);
-		st->io[k].errors = atomic_load(&a->io[k].errors);
-	}
-	pthread_mutex_lock(&a->fail_lock);
 	if (st->state != RAID_ARRAY_OPTIMAL) {
 		snprintf(st->reason, sizeof(st->reason), "%s", a->reason);
 	}
@@ -139,8 +143,9 @@ raid_status(struct raid_array *a, struct raid_status *st)
 	return 0;
 }
 
-int
-raid_member_lookup(const struct raid_array *a, const char *spec)
+/* The role spec names (a role number or a path), or -ENOENT; fail_lock. */
+static int
+find_role(const struct raid_array *a, const char *spec)
 {
 	char *end;
 	unsigned long n;
@@ -148,17 +153,60 @@ raid_member_lookup(const struct raid_array *a, const char *spec)
 	if (!spec || !*spec) {
 		return -ENOENT;
 	}
-	n = strtoul(spec, &end, 10);
-	if (*end == '\0' && end != spec) {
-		return n < a->nr_members ? (int)n : -ENOENT;
+	if (spec[0] >= '0' && spec[0] <= '9') {
+		n = strtoul(spec, &end, 10);
+		if (*end == '\0') {
+			return n < a->nr_members ? (int)n : -ENOENT;
+		}
 	}
 	for (unsigned i = 0; i < a->nr_members; i++) {
-		if (a->members[i].path &&
-		    strcmp(a->members[i].path, spec) == 0) {
+		const char *path = a->members[i].path;
+
+		if (path && strcmp(path, spec) == 0) {
 			return (int)i;
 		}
 	}
 	return -ENOENT;
+}
+
+int
+member_find(struct raid_array *a, const char *spec, struct member_ref *ref)
+{
+	const struct meta_member *mm;
+	int role;
+
+	memset(ref, 0, sizeof(*ref));
+	pthread_mutex_lock(&a->fail_lock);
+	role = find_role(a, spec);
+	if (role >= 0) {
+		const struct raid_member *m = &a->members[role];
+
+		ref->role = (unsigned)role;
+		ref->gen = atomic_load(&m->gen);
+		ref->state = atomic_load(&m->state);
+		ref->path = m->path;
+	}
+	if (role >= 0 && a->meta) {
+		pthread_mutex_lock(&a->meta->lock);
+		mm = &a->meta->members[role];
+		if (mm->present) {
+			ref->has_uuid = true;
+			memcpy(ref->uuid, mm->sb.device_uuid,
+			       sizeof(ref->uuid));
+		}
+		pthread_mutex_unlock(&a->meta->lock);
+	}
+	pthread_mutex_unlock(&a->fail_lock);
+	return role < 0 ? role : 0;
+}
+
+int
+raid_member_lookup(struct raid_array *a, const char *spec)
+{
+	struct member_ref ref;
+	int r = member_find(a, spec, &ref);
+
+	return r < 0 ? r : (int)ref.role;
 }
 
 void

@@ -33,13 +33,16 @@
  * level without a layout name has layout null; a role with no member has
  * path null; spares come after the roles, role null; progress is null
  * when no pass runs, last_check null before a check or repair finished,
- * cache null without a cache, its log null without cache=log.
+ * cache null without a cache, its log null without cache=log.  Strings
+ * from outside (paths, the name, the reason) are UTF-8 whatever their
+ * bytes: a byte that is not is written \xNN (text.h).
  */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "status_json.h"
+#include "text.h"
 #include "util.h"
 
 /* Add key = val; false (val freed) when val is NULL (out of memory). */
@@ -53,6 +56,22 @@ add(struct json_object *o, const char *key, struct json_object *val)
 	return false;
 }
 
+/* json-c escapes control characters itself: only bytes not UTF-8. */
+struct json_object *
+status_json_text(const char *s)
+{
+	size_t cap = 4 * strlen(s) + 1;
+	char *clean = malloc(cap);
+	struct json_object *o;
+
+	if (!clean) {
+		return NULL;
+	}
+	o = json_object_new_string(text_clean(clean, cap, s, TEXT_KEEP_CTRL));
+	free(clean);
+	return o;
+}
+
 /* Add key = s, or key = null when s is NULL (or "" and empty_null). */
 static bool
 add_string(struct json_object *o, const char *key, const char *s,
@@ -61,7 +80,7 @@ add_string(struct json_object *o, const char *key, const char *s,
 	if (!s || (empty_null && !*s)) {
 		return json_object_object_add(o, key, NULL) == 0;
 	}
-	return add(o, key, json_object_new_string(s));
+	return add(o, key, status_json_text(s));
 }
 
 static struct json_object *
@@ -307,7 +326,7 @@ add_identity(struct json_object *o, const struct raid_status *st)
 	uuid_format(st->uuid, uuid);
 	ok = add(o, "metadata", json_object_new_string("md"));
 	ok = ok && add(o, "uuid", json_object_new_string(uuid));
-	ok = ok && add(o, "name", json_object_new_string(st->name));
+	ok = ok && add(o, "name", status_json_text(st->name));
 	ok = ok && add(o, "events", json_object_new_uint64(st->events));
 	ok = ok && add(o, "clean", json_object_new_boolean(st->clean));
 	return ok;
@@ -327,7 +346,7 @@ status_json_object(const struct raid_status *st)
 	ok = ok && add(o, "size", json_object_new_uint64(st->size));
 	ok = ok && add(o, "chunk", json_object_new_uint64(st->chunk_bytes));
 	ok = ok && add_identity(o, st);
-	ok = ok && add(o, "reason", json_object_new_string(st->reason));
+	ok = ok && add(o, "reason", status_json_text(st->reason));
 	ok = ok && add(o, "members", members_array(st));
 	ok = ok && add(o, "io", io_object(st));
 	ok = ok && add_gather(o, st);

@@ -259,6 +259,199 @@ md_sb_encode(const struct md_sb *sb, void *buf)
 	put_le(p + OFF_SB_CSUM, 4, md_sb_csum(p, sb->max_dev));
 }
 
+/* ---- geometry ------------------------------------------------------------ */
+
+#define SB_SECTORS	 (MD_SB_BYTES / 512) /* what nbdraid writes */
+#define MD_MIN_DATA_SIZE 10		     /* md's super_1_load */
+
+/* One area of a member, in sectors: [start, start + len), and the
+ * superblock fields that place it (for messages). */
+struct area {
+	const char *name;
+	uint64_t start, len;
+	char fields[80];
+};
+
+static bool
+areas_overlap(const struct area *a, const struct area *b)
+{
+	return a->len && b->len && a->start < b->start + b->len &&
+	       b->start < a->start + a->len;
+}
+
+/* An area at a signed offset from the superblock: false if before 0. */
+static bool
+area_at(struct area *a, const char *name, uint64_t sb, int32_t off,
+	uint64_t len)
+{
+	a->name = name;
+	a->len = len;
+	if (off < 0 && (uint64_t) - (int64_t)off > sb) {
+		return false;
+	}
+	a->start = sb + (int64_t)off;
+	return true;
+}
+
+static bool
+area_inside(const struct area *a, uint64_t dev)
+{
+	return a->start <= dev && a->len <= dev - a->start;
+}
+
+/* The areas pairwise: none may overlap another (the later one is the
+ * subject: the data area, placed last, before md's own areas). */
+static int
+check_overlaps(const struct area *areas, unsigned n, char *why, size_t whylen)
+{
+	for (unsigned k = 1; k < n; k++) {
+		for (unsigned i = 0; i < k; i++) {
+			const struct area *a = &areas[k], *b = &areas[i];
+
+			if (!areas_overlap(a, b)) {
+				continue;
+			}
+			return refuse(
+				why, whylen, -EUCLEAN,
+				"%s: %s (sectors %llu-%llu) overlaps %s (sectors %llu-%llu, %s)",
+				a->fields, a->name,
+				(unsigned long long)a->start,
+				(unsigned long long)(a->start + a->len - 1),
+				b->name, (unsigned long long)b->start,
+				(unsigned long long)(b->start + b->len - 1),
+				b->fields);
+		}
+	}
+	return 0;
+}
+
+/* The sizes: data_size, and the used size inside it. */
+static int
+check_sizes(const struct md_sb *sb, uint64_t dev, char *why, size_t whylen)
+{
+	if (sb->data_size < MD_MIN_DATA_SIZE) {
+		return refuse(why, whylen, -EUCLEAN,
+			      "data_size %llu sectors: less than md's %u",
+			      (unsigned long long)sb->data_size,
+			      MD_MIN_DATA_SIZE);
+	}
+	if (sb->data_offset > dev || sb->data_size > dev - sb->data_offset) {
+		return refuse(
+			why, whylen, -EUCLEAN,
+			"data_offset %llu + data_size %llu sectors: past the member's end (%llu sectors)",
+			(unsigned long long)sb->data_offset,
+			(unsigned long long)sb->data_size,
+			(unsigned long long)dev);
+	}
+	if (sb->level > 0 && sb->size == 0) {
+		return refuse(why, whylen, -EUCLEAN,
+			      "size 0: a raid%d array holding nothing",
+			      sb->level);
+	}
+	if (sb->level > 0 && sb->size > sb->data_size) {
+		return refuse(
+			why, whylen, -EUCLEAN,
+			"size %llu sectors: more than data_size (%llu sectors)",
+			(unsigned long long)sb->size,
+			(unsigned long long)sb->data_size);
+	}
+	if ((sb->feature_map & MD_FEATURE_RAID0_LAYOUT) && sb->level != 0) {
+		return refuse(
+			why, whylen, -EUCLEAN,
+			"feature_map: RAID 0 layout (0x1000) on a raid%d array (md refuses it)",
+			sb->level);
+	}
+	return 0;
+}
+
+/* An area at off sectors from the superblock, not inside the member. */
+static int
+outside(const struct area *a, const struct md_sb *sb, int32_t off, uint64_t dev,
+	char *why, size_t whylen)
+{
+	int64_t start = (int64_t)sb->super_offset + off;
+
+	return refuse(
+		why, whylen, -EUCLEAN,
+		"%s: %s (sectors %lld-%lld) lies outside the member (sectors 0-%llu)",
+		a->fields, a->name, (long long)start,
+		(long long)(start + (int64_t)a->len - 1),
+		(unsigned long long)dev - 1);
+}
+
+/* md's bitmap and bad-block log, when there: inside the member. */
+static int
+meta_areas(const struct md_sb *sb, uint64_t dev, uint64_t bitmap_sectors,
+	   struct area *a, unsigned *n, char *why, size_t whylen)
+{
+	if (sb->feature_map & MD_FEATURE_BITMAP_OFFSET) {
+		uint64_t len = bitmap_sectors > SB_SECTORS ? bitmap_sectors
+							   : SB_SECTORS;
+		struct area *b = &a[(*n)++];
+
+		snprintf(b->fields, sizeof(b->fields), "bitmap_offset %d",
+			 sb->bitmap_offset);
+		if (!area_at(b, "the bitmap", sb->super_offset,
+			     sb->bitmap_offset, len) ||
+		    !area_inside(b, dev)) {
+			return outside(b, sb, sb->bitmap_offset, dev, why,
+				       whylen);
+		}
+	}
+	if (sb->bblog_offset && sb->bblog_size) {
+		struct area *b = &a[(*n)++];
+
+		snprintf(b->fields, sizeof(b->fields),
+			 "bblog_offset %d, bblog_size %u", sb->bblog_offset,
+			 sb->bblog_size);
+		if (!area_at(b, "the bad-block log", sb->super_offset,
+			     sb->bblog_offset, sb->bblog_size) ||
+		    !area_inside(b, dev)) {
+			return outside(b, sb, sb->bblog_offset, dev, why,
+				       whylen);
+		}
+	}
+	return 0;
+}
+
+int
+md_sb_check_geometry(const struct md_sb *sb, uint64_t dev_bytes,
+		     uint64_t bitmap_sectors, char *why, size_t whylen)
+{
+	uint64_t dev = dev_bytes / 512;
+	struct area a[4] = { 0 };
+	unsigned n = 1;
+	int r;
+
+	a[0] = (struct area){ .name = "the superblock",
+			      .start = sb->super_offset,
+			      .len = SB_SECTORS };
+	snprintf(a[0].fields, sizeof(a[0].fields), "super_offset %llu",
+		 (unsigned long long)sb->super_offset);
+	if (!area_inside(&a[0], dev)) {
+		return refuse(
+			why, whylen, -EUCLEAN,
+			"%s: the superblock's 4 KiB run past the member's end (%llu sectors)",
+			a[0].fields, (unsigned long long)dev);
+	}
+	r = check_sizes(sb, dev, why, whylen);
+	if (r < 0) {
+		return r;
+	}
+	r = meta_areas(sb, dev, bitmap_sectors, a, &n, why, whylen);
+	if (r < 0) {
+		return r;
+	}
+	a[n] = (struct area){ .name = "the data area",
+			      .start = sb->data_offset,
+			      .len = sb->data_size };
+	snprintf(a[n].fields, sizeof(a[n].fields),
+		 "data_offset %llu, data_size %llu",
+		 (unsigned long long)sb->data_offset,
+		 (unsigned long long)sb->data_size);
+	return check_overlaps(a, n + 1, why, whylen);
+}
+
 /* The bitmap superblock (md_p.h struct bitmap_super): what nbdraid uses. */
 #define BM_OFF_MAGIC   0
 #define BM_OFF_VERSION 4
@@ -292,6 +485,33 @@ md_bitmap_mark_stale(void *buf, size_t len, const uint8_t *set_uuid)
 	}
 	put_le(p + BM_OFF_STATE, 4,
 	       get_le(p + BM_OFF_STATE, 4) | MD_BITMAP_STALE);
+	return 0;
+}
+
+#define BM_OFF_SYNC_SIZE 40
+#define BM_OFF_CHUNKSIZE 52
+
+int
+md_bitmap_sectors(const void *buf, size_t len, const uint8_t *set_uuid,
+		  uint64_t *sectors, char *why, size_t whylen)
+{
+	const uint8_t *p = buf;
+	uint64_t sync, chunk, bits;
+
+	if (!is_bitmap(p, len, set_uuid)) {
+		return refuse(why, whylen, -ENOENT,
+			      "no md bitmap of this array there");
+	}
+	sync = get_le(p + BM_OFF_SYNC_SIZE, 8);
+	chunk = get_le(p + BM_OFF_CHUNKSIZE, 4);
+	if (!chunk || (chunk & (chunk - 1)) || chunk < 512) {
+		return refuse(
+			why, whylen, -EUCLEAN,
+			"md bitmap chunksize %llu: not a power of two of at least 512 bytes (md does not load it)",
+			(unsigned long long)chunk);
+	}
+	bits = sync / (chunk / 512) + (sync % (chunk / 512) != 0);
+	*sectors = (BM_HEADER + bits / 8 + (bits % 8 != 0) + 511) / 512;
 	return 0;
 }
 

@@ -99,6 +99,21 @@ struct md_sb {
 int md_sb_decode(const void *buf, size_t len, struct md_sb *sb, char *why,
 		 size_t whylen);
 
+/*
+ * Is sb's geometry whole on a member of dev_bytes (md's super_1_load and
+ * mdadm's load_super1 rules, and the room nbdraid writes in)?  The
+ * superblock's 4 KiB (what nbdraid writes), the data area (data_offset,
+ * data_size), md's bitmap (feature 0x1: bitmap_sectors of it, at least
+ * the 4 KiB nbdraid writes there) and the bad-block log (bblog_offset and
+ * bblog_size, when both are set) must each lie inside the member and
+ * overlap none of the others; data_size at least md's 10 sectors; the
+ * used size (size, levels above 0) inside data_size and not 0; feature
+ * 0x1000 only at RAID 0.  0, or -EUCLEAN with why naming the field and
+ * the reason.  Pure, like the decoder (fuzzed).
+ */
+int md_sb_check_geometry(const struct md_sb *sb, uint64_t dev_bytes,
+			 uint64_t bitmap_sectors, char *why, size_t whylen);
+
 /* Encode into buf (MD_SB_BYTES, zeroed past the roles), checksum set. */
 void md_sb_encode(const struct md_sb *sb, void *buf);
 
@@ -129,6 +144,15 @@ unsigned md_sb_minor(uint64_t super_offset);
 #define MD_BITMAP_MAGIC 0x6d746962u /* "bitm" */
 #define MD_BITMAP_STALE 0x2u	    /* state bit: out of date */
 int md_bitmap_mark_stale(void *buf, size_t len, const uint8_t *set_uuid);
+/*
+ * The sectors md's bitmap in buf (len >= 256) spans: its 256-byte
+ * superblock and a bit per bitmap chunk of sync_size, rounded up to a
+ * sector.  0; -ENOENT, not a bitmap of the array set_uuid; -EUCLEAN, one
+ * md would not load (its chunksize not a power of two of at least 512
+ * bytes): why says which.
+ */
+int md_bitmap_sectors(const void *buf, size_t len, const uint8_t *set_uuid,
+		      uint64_t *sectors, char *why, size_t whylen);
 /* Is the bitmap in buf marked stale?  (tests, examine) */
 bool md_bitmap_is_stale(const void *buf, size_t len);
 

@@ -749,11 +749,15 @@ checkpoint(struct pass *p, uint64_t u, bool final)
 		}
 	}
 	pthread_mutex_unlock(&meta->lock);
+	/* A member that could not take it is failed, not the pass. */
 	for (unsigned i = 0; i < a->nr_members && bad; i++) {
-		if ((bad >> i) & 1) {
-			array_fail(a, i, "superblock write error", FAIL_WRITE);
+		if (((bad >> i) & 1) &&
+		    array_fail(a, i, "superblock write error", FAIL_WRITE) <
+			    0) {
+			bad = 0;
 		}
 	}
+	r = r < 0 && bad ? 0 : r;
 	p->last_cp_ns = now_ns();
 	p->last_cp_u = u;
 	return r;
@@ -940,6 +944,11 @@ window(struct pass *p, uint64_t u0, uint64_t u1)
 		atomic_store(&a->members[p->role].rebuilt,
 			     MIN(u1 * p->unit_bytes, a->member_bytes));
 	}
+	if (r == 0 && p->kind == RAID_SYNC_RESYNC) {
+		/* Copies agree below here: reads balance (md's next_resync;
+		 * a mirror's units are the array's chunks). */
+		atomic_store(&a->resync_next, u1 * p->unit_bytes);
+	}
 	if (lo < hi) {
 		range_unlock(&a->write_lock, &lk);
 	}
@@ -1044,6 +1053,7 @@ pass_end(struct pass *p, uint64_t u, int r)
 		r = r < 0 ? r : c;
 	}
 	if (whole && p->kind == RAID_SYNC_RESYNC) {
+		atomic_store(&p->a->resync_next, UINT64_MAX);
 		raid_error("resync finished");
 		state_wake(p->a); /* it may be marked clean now */
 		array_event(p->a, "ResyncFinished", NULL);
@@ -1141,10 +1151,19 @@ run_pass(struct raid_array *a, enum raid_sync_kind kind, int role)
 	if (workers_init(&p) < 0) {
 		return -ENOMEM;
 	}
+	for (unsigned i = 0; i < p.workers; i++) {
+		/* A slot a spare takes during the pass is not this pass's: its
+		 * I/O there fails (-ENODEV) and the pass stops (batch_pin). */
+		batch_pin(&p.w[i].b, a->members, a->nr_members);
+	}
 	pthread_mutex_lock(&p.s->lock);
 	per = MAX(1, p.s->window / p.unit_bytes);
 	pthread_mutex_unlock(&p.s->lock);
 	u = pass_start(&p);
+	if (kind == RAID_SYNC_RESYNC) {
+		/* From where it starts (resync_offset, down to a unit). */
+		atomic_store(&a->resync_next, u * p.unit_bytes);
+	}
 	pass_begin(&p, u);
 	p.last_cp_ns = now_ns();
 	p.last_cp_u = u;

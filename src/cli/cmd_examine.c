@@ -226,7 +226,9 @@ cmd_examine(int argc, char **argv)
 		if (r < 0 && r != -EBADMSG) {
 			cli_fail("%s: %s", paths[i], why);
 			status = 1;
-			continue;
+			if (r != -EUCLEAN) {
+				continue; /* else shown, and refused */
+			}
 		}
 		status |= r < 0;
 		ok[i] = r == 0;

@@ -93,7 +93,19 @@ batch_begin(void)
 	batch_reset(b);
 	b->changed = b->failed = b->refused = 0;
 	b->failed_read = b->failed_write = 0;
+	b->pinned = 0;
 	return b;
+}
+
+void
+batch_pin(struct batch *b, const struct raid_member *m, unsigned n)
+{
+	b->pinned = 0;
+	for (unsigned i = 0; i < n && i < RAID_MAX_MEMBERS; i++) {
+		/* Before the request looks at any member's state. */
+		b->pin_gen[i] = atomic_load(&m[i].gen);
+		b->pinned |= 1ull << i;
+	}
 }
 
 /* Give back the in-flight counts of reqs [from, to). */
@@ -407,18 +419,30 @@ first_error(const struct batch *b, unsigned from)
 	return refused;
 }
 
-/* Requests to members no longer alive fail here, never issued. */
+/*
+ * Requests to members no longer alive fail here, never issued; so do those
+ * of a pinned request to a slot a spare took after it began (batch_pin):
+ * the state is read first, and a spare's gen moves on before its state
+ * becomes rebuilding, so seeing the spare alive means seeing its gen.
+ */
 static void
 skip_dead(struct batch *b, unsigned from)
 {
 	for (unsigned i = from; i < b->nr; i++) {
 		struct io_req *r = &b->reqs[i];
+		unsigned role = r->m->role;
 		int s = atomic_load(
 			&r->m->state); /* after the count: queue() */
 
 		r->res = s == RAID_MEMBER_IN_SYNC || s == RAID_MEMBER_REBUILDING
 				 ? 1
 				 : -ENODEV;
+		if (r->res == 1 && role < RAID_MAX_MEMBERS &&
+		    ((b->pinned >> role) & 1) &&
+		    atomic_load(&r->m->gen) != b->pin_gen[role]) {
+			r->res = -ENODEV;
+			r->gen = b->pin_gen[role]; /* the member it meant */
+		}
 	}
 }
 

@@ -65,10 +65,26 @@ struct batch {
 					mode (EOPNOTSUPP: not a failure) */
 	int error[RAID_MAX_MEMBERS]; /* a failed member's first -errno */
 	unsigned gen[RAID_MAX_MEMBERS]; /* ...and which member it was (gen) */
+	/* batch_pin: the members' gen when the request began (bit per role
+	 * in `pinned`); batch_begin clears it. */
+	uint64_t pinned;
+	unsigned pin_gen[RAID_MAX_MEMBERS];
 };
 
 /* The calling thread's batch, emptied, for a new request (NULL: ENOMEM). */
 struct batch *batch_begin(void);
+/*
+ * Tie the request to the members in m[0..n) (role order) as they are now:
+ * an I/O it queues to a role whose slot a spare has taken since (its gen
+ * moved on: spare.c) is not issued, and fails with -ENODEV, recorded with
+ * the gen pinned (a failure of the member before, no news).  A request
+ * decides where its I/O goes (the member's state, its data offset) before
+ * it queues it: one that decided while the slot held the member before
+ * never reaches the spare, at an offset or a frontier that was not the
+ * spare's.  Requests that issue no such decision (a flush) need no pin.
+ */
+void batch_pin(struct batch *b, const struct raid_member *m, unsigned n);
+
 /* A batch of one's own (offline tools); batch_fini frees its storage. */
 void batch_init(struct batch *b);
 void batch_fini(struct batch *b);

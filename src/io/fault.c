@@ -17,7 +17,9 @@
  *        rate     a draw of the rule's own PRNG is below it
  *        count    the rule has hit fewer I/Os than that so far
  *      The first hitting rule with an error decides the req's -errno; the
- *      latencies of all hitting rules add up;
+ *      latencies of all hitting rules add up; a hitting rule with touch=
+ *      creates its file then (a test waits for it to know the I/O is
+ *      reached, e.g. held by a long latency, before it kills nbdkit);
  *   2. sleeps once, the largest latency of the call's reqs (a call's reqs
  *      run in parallel on the member backends: a slow member delays the
  *      call once, not once per req), before issuing anything;
@@ -33,6 +35,7 @@
  * must grow.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,6 +186,16 @@ parse_latency(struct fault_rule *r, const char *v)
 }
 
 static int
+parse_touch(struct fault_rule *r, const char *v)
+{
+	if (v[0] != '/') {
+		return -EINVAL;
+	}
+	r->touch = strdup(v);
+	return r->touch ? 0 : -ENOMEM;
+}
+
+static int
 parse_errno(struct fault_rule *r, const char *v)
 {
 	for (unsigned i = 0; i < ARRAY_SIZE(errnos); i++) {
@@ -234,6 +247,7 @@ enum {
 	K_ERRNO,
 	K_ERROR,
 	K_SEED,
+	K_TOUCH,
 };
 
 static const struct {
@@ -257,6 +271,7 @@ static const struct {
 	[K_ERROR] = { "error", parse_error,
 		      "error must be none (errno= says which error)" },
 	[K_SEED] = { "seed", parse_seed, "seed must be a whole number" },
+	[K_TOUCH] = { "touch", parse_touch, "touch must be an absolute path" },
 };
 
 /* splitmix64: any seed, 0 too, gives a well-mixed non-zero state. */
@@ -320,7 +335,7 @@ parse_item(struct fault_rule *r, char *item, unsigned *given, const char **why,
 	}
 	snprintf(
 		buf, buflen,
-		"unknown setting '%s' (ops, rate, after, range, trigger, count, latency, errno, error, seed)",
+		"unknown setting '%s' (ops, rate, after, range, trigger, count, latency, errno, error, seed, touch)",
 		item);
 	*why = buf;
 	return -EINVAL;
@@ -406,7 +421,8 @@ fault_rule_fini(struct fault_rule *r)
 {
 	free(r->spec);
 	free(r->trigger);
-	r->spec = r->trigger = NULL;
+	free(r->touch);
+	r->spec = r->trigger = r->touch = NULL;
 }
 
 int
@@ -610,6 +626,20 @@ take_hit(struct fault_rule *r, uint64_t *before)
 	return true;
 }
 
+/* Say that r hit: create its touch= file (before the hit's latency). */
+static void
+touch(const struct fault_rule *r)
+{
+	int fd = open(r->touch, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+
+	if (fd < 0) {
+		raid_error("fault '%s': creating %s: %s", r->spec, r->touch,
+			   strerror(errno));
+		return;
+	}
+	close(fd);
+}
+
 /* Does rule r hit an I/O of this kind at [off, off+len) (len 0: a flush)?
  * Conditions cheapest first; see DESIGN.  *before: its hits before. */
 static bool
@@ -648,6 +678,9 @@ rule_hits(struct fault_rule *r, const struct io_req *q)
 			"member %u (%s): fault '%s': first hit (%s at %llu+%llu)",
 			q->m->role, q->m->path, r->spec, op_names[q->op],
 			(unsigned long long)off, (unsigned long long)len);
+	}
+	if (r->touch) {
+		touch(r);
 	}
 	return true;
 }
@@ -737,6 +770,9 @@ fault_log_decide(struct fault *f, const char *path, bool write, uint64_t off,
 				path, r->spec, write ? "write" : "sync",
 				(unsigned long long)off,
 				(unsigned long long)len);
+		}
+		if (r->touch) {
+			touch(r);
 		}
 		delay += r->latency_ns;
 		err = err ? err : r->err;

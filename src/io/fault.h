@@ -4,7 +4,8 @@
  *
  * Each fault= value is one rule for one role: comma-separated settings
  * that all must hold for an I/O to be hit (ops, range, after, trigger,
- * rate, count), and what a hit does (latency, errno, or error=none).  A
+ * rate, count), and what a hit does (latency, errno, or error=none; touch
+ * creates a file to say it happened).  A
  * member with rules gets the fault backend in place of its own, which it
  * keeps (struct fault); members without rules are left alone.
  *
@@ -38,6 +39,7 @@ struct fault_rule {
 	uint64_t range_off;
 	uint64_t range_len; /* 0: anywhere */
 	char *trigger;	    /* hit only while this path exists; or NULL */
+	char *touch;	    /* created at each hit; or NULL */
 	uint64_t count;	    /* hit at most this many I/Os; 0: no limit */
 	double rate;	    /* probability that a matching I/O is hit */
 	uint64_t rate_cut;  /* rate < 1: a draw below this hits */

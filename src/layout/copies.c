@@ -16,6 +16,10 @@
  *     pays one access per run instead of one per request;
  *  3. any other piece goes to the copy whose member has the fewest I/Os in
  *     flight (SPDK raid1's rule).  Ties go to the first copy.
+ * Except while a resync is owed: a piece ending at or past the resync's
+ * frontier (a->resync_next) reads the first copy in sync, the one the
+ * resync copies from (md's read_balance choose_first), so a block whose
+ * copies differ after a crash reads one value, the one the resync keeps.
  *
  * Only copies the piece may read count (piece_can_read: a faulty or
  * missing member, or one whose read failed in this request, is passed
@@ -96,6 +100,28 @@ pick_copy(struct raid_array *a, const struct batch *b,
 	return best;
 }
 
+/*
+ * md's choose_first: while a resync is owed, a piece ending at or past
+ * its frontier (resync_next) reads the first copy in sync, the one the
+ * resync copies from (check.c: repair's first); n if none is in sync.
+ */
+static unsigned
+first_copy(struct raid_array *a, const struct raid_loc *locs, unsigned n,
+	   const struct raid_piece *p)
+{
+	uint64_t end = (p->chunk_no << a->g.chunk_shift) + p->in_chunk + p->len;
+
+	if (end < atomic_load_explicit(&a->resync_next, memory_order_acquire)) {
+		return n;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		if (member_usable(&a->members[locs[i].member])) {
+			return i;
+		}
+	}
+	return n;
+}
+
 /* Keep the places of locs the piece may use; how many are left. */
 static unsigned
 keep_places(const struct raid_array *a, const struct raid_piece *p,
@@ -127,7 +153,10 @@ copies_read(struct raid_array *a, struct batch *b, const struct raid_piece *p)
 	if (n == 0) {
 		return p->only ? 0 : -EIO; /* repair: no place there */
 	}
-	i = n > 1 ? pick_copy(a, b, locs, n, p) : 0;
+	i = n > 1 ? first_copy(a, locs, n, p) : 0;
+	if (i == n) {
+		i = pick_copy(a, b, locs, n, p);
+	}
 	m = &a->members[locs[i].member];
 	off = geom_member_offset(&a->g, &locs[i], p->in_chunk);
 	if (all > 1) {

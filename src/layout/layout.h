@@ -65,13 +65,17 @@ struct raid_loc {
 	uint64_t member_chunk;
 };
 
-/* The member byte offset of `in_chunk` bytes into the chunk at l. */
+/*
+ * The member byte offset of `in_chunk` bytes into the chunk at l.  A
+ * role's data offset changes when a spare takes the role (spare.c, while
+ * the role takes no I/O): read atomically, as it is written.
+ */
 static inline uint64_t
 geom_member_offset(const struct raid_geom *g, const struct raid_loc *l,
 		   uint64_t in_chunk)
 {
-	return g->data_offset[l->member] + (l->member_chunk << g->chunk_shift) +
-	       in_chunk;
+	return __atomic_load_n(&g->data_offset[l->member], __ATOMIC_RELAXED) +
+	       (l->member_chunk << g->chunk_shift) + in_chunk;
 }
 
 /* A request cut to one logical chunk (stripe_pieces: to one stripe). */

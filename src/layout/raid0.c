@@ -33,8 +33,16 @@ raid0_setup(struct raid_geom *g, const char *layout, char *err, size_t errlen)
 /*
  * md's RAID 0 layout (ORIG, ALT_MULTIZONE) only tells how a second zone
  * is placed; nbdraid uses members in one zone (the smallest's size), where
- * every one of them places data alike.  nbdraid writes 0.
+ * every one of them places data alike.  nbdraid writes 1 (ORIG), as mdadm
+ * 4.2 does for every RAID 0 it creates.
  */
+static uint32_t
+raid0_md_layout(const struct raid_geom *g)
+{
+	(void)g;
+	return 1;
+}
+
 static int
 raid0_md_layout_name(uint32_t md_layout, char *name, size_t len, char *err,
 		     size_t errlen)
@@ -75,7 +83,7 @@ const struct raid_layout raid0_layout = {
 	.map         = raid0_map,
 	.unmap       = raid0_unmap,
 	.layout_name = layout_no_name,
-	.md_layout   = layout_md_none,
+	.md_layout   = raid0_md_layout,
 	.md_layout_name = raid0_md_layout_name,
 	.enough      = layout_enough_none,
 	.read        = copies_read,

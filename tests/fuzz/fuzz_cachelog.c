@@ -25,22 +25,8 @@
  *               again, it replays the same records and then the new one,
  *               byte for byte; a retire of everything leaves none.
  *
- * Run (until tests/fuzz/run.sh builds every fuzz_*.c), from the source
- * tree, with clang and its libFuzzer runtime: the core compiled with the
- * sanitizers, coverage counted in the log's code only:
- *
- *   san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
- *   for f in $(find src -name '*.c' -not -path 'src/cli*'); do
- *     case $f in *cache_log*) cov=-fsanitize=fuzzer-no-link;; *) cov=;; esac
- *     clang $san $cov -g -O1 -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc \
- *       -Isrc/layout -c $f -o /tmp/fz/$(echo $f | tr / _).o
- *   done
- *   clang -fsanitize=fuzzer $san -g -Iinclude -Isrc \
- *     tests/fuzz/fuzz_cachelog.c $(find /tmp/fz -name '*.o') -lisal \
- *     -lblkid -luring -ljson-c -lpthread -o /tmp/fz/fuzz_cachelog
- *   cp -r tests/fuzz/corpus/cachelog /tmp/fz/corpus
- *   /tmp/fz/fuzz_cachelog -max_len=65536 -timeout=10 -max_total_time=600 \
- *     /tmp/fz/corpus
+ * Run: bash tests/fuzz/run.sh cachelog (NBDRAID_FUZZ_SECONDS=3600 for an
+ * hour; libFuzzer's arguments in fuzz_cachelog.args).
  *
  * Seeds: tests/fuzz/corpus/cachelog/ (make-cachelog-corpus.py).
  */

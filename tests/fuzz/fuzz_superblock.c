@@ -20,6 +20,16 @@
  *                 sum (md.c calc_sb_1_csum), written out again below,
  *                 blind to its own field and to the bytes past the roles;
  *                 past the limit, the same as at the limit.
+ *   md_sb_check_geometry  any struct md_sb on a member of up to 65535
+ *                 sectors: refused with -EUCLEAN and a why, or accepted
+ *                 only if, painted sector by sector, the superblock's 8,
+ *                 the data area, md's bitmap and the bad-block log each
+ *                 lie inside the member and no sector is painted twice
+ *                 (an oracle apart from the code's interval arithmetic),
+ *                 with md's sizes (data_size >= 10; 0 < size <= data_size
+ *                 above RAID 0; feature 0x1000 only at RAID 0).
+ *   md_bitmap_sectors  any 4096 bytes: -ENOENT, -EUCLEAN with a why, or
+ *                 the bitmap's sectors: its header and one bit a chunk.
  *
  * Random bytes almost never carry a right checksum, so the decoder is also
  * given the input with its checksum made right: the fuzzer then reaches
@@ -280,6 +290,92 @@ fuzz_md_sb_csum(const uint8_t *data, size_t size)
 	CHECK(md_sb_csum(buf, ~max_dev) == sum);
 }
 
+/* Paint [start, start + len) sectors of a member of dev: false if any
+ * lies outside it or is painted already. */
+static bool
+paint(uint8_t *painted, uint64_t dev, int64_t start, uint64_t len)
+{
+	for (uint64_t i = 0; i < len; i++) {
+		int64_t s = start + (int64_t)i;
+
+		if (s < 0 || (uint64_t)s >= dev || painted[s]) {
+			return false;
+		}
+		painted[s] = 1;
+	}
+	return true;
+}
+
+/*
+ * md_sb_check_geometry: the member's sectors from the input's first two
+ * bytes, the bitmap's from the third, the rest as a struct md_sb; what
+ * it accepts, painted sector by sector.
+ */
+static void
+fuzz_md_sb_check_geometry(const uint8_t *data, size_t size)
+{
+	static uint8_t painted[65536];
+	static struct md_sb sb;
+	char why[WHY_BYTES];
+	uint64_t dev, bm;
+	int r;
+
+	if (size < 3) {
+		return;
+	}
+	dev = data[0] | data[1] << 8;
+	bm = data[2];
+	memset(&sb, 0, sizeof(sb));
+	memcpy(&sb, data + 3, size - 3 < sizeof(sb) ? size - 3 : sizeof(sb));
+	why[0] = '\0';
+	r = md_sb_check_geometry(&sb, dev * 512 + data[0] % 512, bm, why,
+				 sizeof(why));
+	if (r < 0) {
+		CHECK(r == -EUCLEAN);
+		CHECK(why[0] && memchr(why, '\0', sizeof(why)));
+		return;
+	}
+	CHECK(r == 0);
+	CHECK(sb.data_size >= 10);
+	CHECK(sb.level <= 0 || (sb.size && sb.size <= sb.data_size));
+	CHECK(!(sb.feature_map & MD_FEATURE_RAID0_LAYOUT) || sb.level == 0);
+	memset(painted, 0, dev);
+	CHECK(paint(painted, dev, (int64_t)sb.super_offset, 8));
+	CHECK(sb.data_offset < dev && sb.data_size <= dev);
+	CHECK(paint(painted, dev, (int64_t)sb.data_offset, sb.data_size));
+	if (sb.feature_map & MD_FEATURE_BITMAP_OFFSET) {
+		CHECK(paint(painted, dev,
+			    (int64_t)sb.super_offset + sb.bitmap_offset,
+			    bm > 8 ? bm : 8));
+	}
+	if (sb.bblog_offset && sb.bblog_size) {
+		CHECK(paint(painted, dev,
+			    (int64_t)sb.super_offset + sb.bblog_offset,
+			    sb.bblog_size));
+	}
+}
+
+/* md_bitmap_sectors: any bytes as a bitmap superblock's page. */
+static void
+fuzz_md_bitmap_sectors(const uint8_t *data, size_t size)
+{
+	static uint8_t buf[MD_SB_BYTES];
+	uint64_t sectors = 0;
+	char why[WHY_BYTES];
+	int r;
+
+	pad(buf, data, size);
+	why[0] = '\0';
+	r = md_bitmap_sectors(buf, sizeof(buf), NULL, &sectors, why,
+			      sizeof(why));
+	if (r < 0) {
+		CHECK(r == -ENOENT || r == -EUCLEAN);
+		CHECK(why[0] && memchr(why, '\0', sizeof(why)));
+		return;
+	}
+	CHECK(r == 0 && sectors >= 1);
+}
+
 /* Every decoder this target knows; each sees every input. */
 static const struct {
 	const char *name;
@@ -288,6 +384,8 @@ static const struct {
 	{ "md_sb_decode", fuzz_md_sb_decode },
 	{ "md_sb_encode", fuzz_md_sb_encode },
 	{ "md_sb_csum", fuzz_md_sb_csum },
+	{ "md_sb_check_geometry", fuzz_md_sb_check_geometry },
+	{ "md_bitmap_sectors", fuzz_md_bitmap_sectors },
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

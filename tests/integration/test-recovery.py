@@ -227,13 +227,17 @@ def check_new_member(a, role, path):
 
 
 def fail_member(a, role, spare=None):
-    """`nbdraid --control PATH fail ROLE`: the member is faulty, or (with
-    a spare waiting) the spare took its role at once."""
+    """`nbdraid --control PATH fail ROLE`: it names the member failed,
+    faulty; with a spare waiting, the spare took its role at once."""
     r = a.ctl.run("fail", str(role))
-    want = "member %d (%s): rebuilding" % (role, spare) if spare else \
-        "member %d (%s): faulty" % (role, a.paths[role])
+    want = "member %d (%s): faulty" % (role, a.paths[role])
     check(r.stdout.strip() == want, "%s: fail %d printed %r, want %r" % (
         a.label, role, r.stdout, want))
+    if spare:
+        m = a.ctl.status()["members"][role]
+        check(m["path"] == spare and m["state"] in ("rebuilding", "in_sync"),
+              "%s: after fail %d, role %d is %s, want the spare %s" % (
+                  a.label, role, role, m, spare))
 
 
 def wait_recovered(a, role, spare, bg=None, timeout=40):

@@ -4,7 +4,8 @@
  * n-th request (and some after it: the core retries a failure once), every
  * request, or the requests over a bad range, with a chosen errno, or
  * refuse some ops
- * (EOPNOTSUPP, as a filesystem without punch hole); every request is
+ * (EOPNOTSUPP, as a filesystem without punch hole), or hold some at a
+ * gate until the test opens it; every request is
  * counted by op (a vectored one once, whatever its segments), and the flags
  * of writes and the iovec segments of vectored requests are recorded.  Like
  * the kernel, a member refuses (EINVAL) a request of more than IO_MAX_IOV
@@ -14,12 +15,43 @@
 #ifndef MEM_BACKEND_H
 #define MEM_BACKEND_H
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "io/io.h"
 #include "member.h"
 
+/*
+ * A gate, for tests of races: the requests of ops (1 << op) overlapping
+ * [off, off + len) of a member, after the first `skip` of them, wait at
+ * it while it is shut.  The test waits for them (mem_gate_wait), looks at
+ * the world while they are held (another thread's requests go on), and
+ * opens it: the held ones, and every later one, then pass, or fail with
+ * the errno given.
+ */
+struct mem_gate {
+	pthread_mutex_t lock; /* guards the rest; cond: its changes */
+	pthread_cond_t cond;
+	unsigned ops;
+	uint64_t off, len;
+	unsigned skip;	 /* matching requests let through first */
+	bool shut;	 /* until mem_gate_open */
+	int fail_errno;	 /* once open: 0 pass, else fail with it */
+	unsigned seen;	 /* matching requests, skipped ones included */
+	unsigned held;	 /* requests that waited (or wait) at it */
+	unsigned opened; /* 1 once opened (for ordering checks) */
+};
+
+void mem_gate_init(struct mem_gate *g, unsigned ops, uint64_t off, uint64_t len,
+		   unsigned skip);
+/* Until n requests have been held; false after timeout_ms. */
+bool mem_gate_wait(struct mem_gate *g, unsigned n, unsigned timeout_ms);
+void mem_gate_open(struct mem_gate *g, int fail_errno);
+void mem_gate_destroy(struct mem_gate *g);
+
 struct mem_member {
+	pthread_mutex_t lock; /* a request's data, moved whole (mem_one) */
 	uint8_t *data;
 	uint64_t size;
 	unsigned ops;	     /* requests seen */
@@ -37,8 +69,10 @@ struct mem_member {
 	bool bad_heal;	   /* a write over the range heals it (a disk remaps) */
 	int fail_errno;	   /* positive errno */
 	unsigned delay_us; /* sleep before each request: widen races */
-	unsigned refuse_ops; /* 1 << op: refused with EOPNOTSUPP, as a
-				filesystem refuses an fallocate mode */
+	unsigned refuse_ops;   /* 1 << op: refused with EOPNOTSUPP, as a
+				  filesystem refuses an fallocate mode */
+	struct mem_gate *gate; /* or NULL */
+	unsigned done[8];      /* requests completed, by op (atomics) */
 };
 
 extern const struct io_backend mem_backend;

@@ -175,6 +175,48 @@ test_batch_reset_gives_back_inflight(void **state)
 }
 
 /*
+ * A pinned request (batch_pin) whose slot a spare took after it began (the
+ * slot's gen moved on) issues nothing there: the I/O fails with -ENODEV,
+ * recorded with the gen pinned, so the decision it made for the member
+ * before (where its data starts, what is readable) never reaches the
+ * spare, and its failure is no news for the spare.  Other slots run.
+ */
+static void
+test_batch_pinned_skips_a_new_member(void **state)
+{
+	struct fixture *f = *state;
+	struct fixture_spec s = { .n = 2, .mem_size = 8 * 4096 };
+	struct raid_member *m;
+	struct batch b;
+	char buf[4096];
+	unsigned gen;
+
+	fixture_members(f, &s);
+	m = f->m;
+	memset(buf, 0x77, sizeof(buf));
+	batch_init(&b);
+	batch_pin(&b, m, 2);
+	gen = atomic_load(&m[1].gen);
+	atomic_fetch_add(&m[1].gen, 1); /* spare.c: a spare moved in */
+	assert_int_equal(batch_write(&b, &m[0], buf, 4096, 0, 0), 0);
+	assert_int_equal(batch_write(&b, &m[1], buf, 4096, 0, 0), 0);
+	assert_int_equal(batch_run(&b), -ENODEV);
+	assert_int_equal(mem_of(&m[0])->count[IO_WRITE], 1);
+	assert_int_equal(mem_of(&m[1])->ops, 0);
+	assert_int_equal(batch_member_error(&b, 1), -ENODEV);
+	assert_int_equal(b.gen[1], gen);
+	assert_int_equal(atomic_load(&m[1].inflight), 0);
+	/* A request pinned after the move reaches the new member. */
+	batch_fini(&b);
+	batch_init(&b);
+	batch_pin(&b, m, 2);
+	assert_int_equal(batch_write(&b, &m[1], buf, 4096, 0, 0), 0);
+	assert_int_equal(batch_run(&b), 0);
+	assert_int_equal(mem_of(&m[1])->count[IO_WRITE], 1);
+	batch_fini(&b);
+}
+
+/*
  * After a run every member I/O holds its own result, and the request
  * knows which member failed with what, which refused a discard mode (not
  * a failure), and which it changed; a later run adds to that, and
@@ -275,6 +317,9 @@ main(void)
 			fixture_setup, fixture_teardown),
 		cmocka_unit_test_setup_teardown(
 			test_batch_vectors_survive_growth, fixture_setup,
+			fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_batch_pinned_skips_a_new_member, fixture_setup,
 			fixture_teardown),
 		cmocka_unit_test_setup_teardown(
 			test_batch_reset_gives_back_inflight, fixture_setup,

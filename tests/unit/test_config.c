@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -418,6 +419,110 @@ test_config_file_conflicts_with_command_line(void **state)
 	rmdir(dir);
 }
 
+/* A file: head, fill_len bytes of fill, then tail. */
+static char *
+write_long_file(const char *dir, const char *name, const char *head, char fill,
+		size_t fill_len, const char *tail)
+{
+	char *text = malloc(strlen(head) + fill_len + strlen(tail) + 1);
+	char *path;
+
+	assert_non_null(text);
+	strcpy(text, head);
+	memset(text + strlen(head), fill, fill_len);
+	strcpy(text + strlen(head) + fill_len, tail);
+	path = write_file(dir, name, text);
+	free(text);
+	return path;
+}
+
+/*
+ * Lines of any length: a comment longer than any buffer stays a comment
+ * (its tail, which looks like a setting, sets nothing), a long value is
+ * taken whole; a line past the limit, a NUL byte or a file that is not a
+ * regular file (a FIFO: its open would wait for a writer) are refused by
+ * name, file and line.
+ */
+static void
+test_config_file_long_lines(void **state)
+{
+	char dir[] = "/tmp/nbdraid-test-config.XXXXXX";
+	struct raid_config c;
+	char *path, *fifo, want[PATH_MAX + 64];
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	/* The tail of the comment starts past every power of two up to
+	 * 64K: a reader cutting the line anywhere there sees a setting. */
+	path = write_long_file(dir, "long.conf", "level = 1\n#", 'x', 4094,
+			       "member = /tail4k.img member=/x\n");
+	raid_config_init(&c);
+	assert_int_equal(raid_config_set(&c, "config", path), 0);
+	assert_int_equal(c.level, 1);
+	assert_int_equal(c.nr_members, 0);
+	raid_config_free(&c);
+	unlink(path);
+	free(path);
+	for (size_t at = 1000; at < 70000; at = at * 2 + 7) {
+		path = write_long_file(dir, "long.conf", "#", 'y', at,
+				       "member = /tail.img\nmember = /m.img\n");
+		raid_config_init(&c);
+		assert_int_equal(raid_config_set(&c, "config", path), 0);
+		assert_int_equal(c.nr_members, 1);
+		assert_string_equal(c.members[0], "/m.img");
+		raid_config_free(&c);
+		unlink(path);
+		free(path);
+	}
+	/* A long value, whole. */
+	path = write_long_file(dir, "value.conf", "event = /", 'v', 9000, "\n");
+	raid_config_init(&c);
+	assert_int_equal(raid_config_set(&c, "config", path), 0);
+	assert_int_equal(strlen(c.event), 9001);
+	assert_int_equal(c.event[9000], 'v');
+	raid_config_free(&c);
+	unlink(path);
+	free(path);
+	/* Past the limit: refused, by line. */
+	path = write_long_file(dir, "huge.conf", "level = 1\n\n#", 'z',
+			       70 << 10, "\n");
+	raid_config_init(&c);
+	assert_int_equal(raid_config_set(&c, "config", path), -EFBIG);
+	snprintf(want, sizeof(want),
+		 "config file %s line 3: longer than 65536 bytes", path);
+	assert_string_equal(t_last_error, want);
+	raid_config_free(&c);
+	unlink(path);
+	free(path);
+	/* A NUL byte: what follows it would be lost unseen. */
+	assert_true(asprintf(&path, "%s/nul.conf", dir) > 0);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fwrite("level = 1\nmember = /a.img\0member = /b.img\n", 1, 42, f);
+	fclose(f);
+	raid_config_init(&c);
+	assert_int_equal(raid_config_set(&c, "config", path), -EINVAL);
+	snprintf(want, sizeof(want),
+		 "config file %s line 2: a NUL byte (not a text file?)", path);
+	assert_string_equal(t_last_error, want);
+	raid_config_free(&c);
+	unlink(path);
+	free(path);
+	/* A FIFO: refused at once, never opened (no writer ever comes). */
+	assert_true(asprintf(&fifo, "%s/fifo.conf", dir) > 0);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	raid_config_init(&c);
+	assert_int_equal(raid_config_set(&c, "config", fifo), -EINVAL);
+	snprintf(want, sizeof(want),
+		 "config file %s: a FIFO, not a regular file", fifo);
+	assert_string_equal(t_last_error, want);
+	raid_config_free(&c);
+	unlink(fifo);
+	free(fifo);
+	rmdir(dir);
+}
+
 /* Lines of help that start with key (a usage column). */
 static unsigned
 help_lines_starting(const char *help, const char *key)
@@ -585,6 +690,7 @@ main(void)
 		cmocka_unit_test_setup(test_config_file_loads, t_setup),
 		cmocka_unit_test_setup(
 			test_config_file_conflicts_with_command_line, t_setup),
+		cmocka_unit_test_setup(test_config_file_long_lines, t_setup),
 		cmocka_unit_test_setup(test_config_cache_keys, t_setup),
 		cmocka_unit_test_setup(test_config_help_lists_every_key,
 				       t_setup),

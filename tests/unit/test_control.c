@@ -14,8 +14,11 @@
  */
 #undef NDEBUG
 #include <assert.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -37,6 +40,7 @@
 #include "events.h"
 #include "fixture.h"
 #include "helpers.h"
+#include "text.h"
 #include "util.h"
 
 #define MEMBER_BYTES (256u << 10)
@@ -110,6 +114,85 @@ wait_for_file(const char *path)
 	assert_true(exists(path));
 }
 
+/*
+ * bind(2) as this program sees it: with swap_on_bind set, a unix socket's
+ * node, once bound, is moved away and a symlink to swap_victim put in its
+ * place, as someone able to write the socket's folder could between bind
+ * and a chmod of the path.
+ */
+static bool swap_on_bind;
+static char swap_victim[128];
+
+int
+bind(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	static int (*real)(int, const struct sockaddr *, socklen_t);
+	const struct sockaddr_un *sun = (const void *)addr;
+	char moved[sizeof(sun->sun_path) + 8];
+	int r;
+
+	if (!real) {
+		*(void **)&real = dlsym(RTLD_NEXT, "bind");
+	}
+	r = real(fd, addr, len);
+	if (r == 0 && swap_on_bind && addr->sa_family == AF_UNIX) {
+		snprintf(moved, sizeof(moved), "%s.moved", sun->sun_path);
+		assert(rename(sun->sun_path, moved) == 0);
+		assert(symlink(swap_victim, sun->sun_path) == 0);
+	}
+	return r;
+}
+
+/* ---- md arrays on files ------------------------------------------------ */
+
+#define MD_FILES 4
+#define MD_BYTES (4u << 20)
+static char md_files[MD_FILES][128];
+
+/* files tdir/mN.img (holes), and an md array `name` of level on the
+ * first n of them; spare: files[spare] given as spare= (-1: none). */
+static struct raid_array *
+md_open(int level, unsigned n, int spare, const char *name, const char *event)
+{
+	char *members[MD_FILES];
+	struct raid_create_spec spec = { .level = level,
+					 .name = name,
+					 .homehost = "test",
+					 .minor = 2,
+					 .members = members,
+					 .nr_members = n };
+	struct raid_create_result res;
+	struct raid_config cfg;
+	struct raid_array *a = NULL;
+
+	for (unsigned i = 0; i < MD_FILES; i++) {
+		FILE *fp;
+
+		snprintf(md_files[i], sizeof(md_files[i]), "%s/m%u.img", tdir,
+			 i);
+		fp = fopen(md_files[i], "w");
+		assert_non_null(fp);
+		assert_int_equal(ftruncate(fileno(fp), MD_BYTES), 0);
+		fclose(fp);
+		members[i] = md_files[i];
+	}
+	assert_int_equal(raid_create(&spec, NULL, NULL, &res), 0);
+	raid_config_init(&cfg);
+	raid_config_set(&cfg, "io", "psync");
+	for (unsigned i = 0; i < n; i++) {
+		raid_config_set(&cfg, "member", md_files[i]);
+	}
+	if (spare >= 0) {
+		raid_config_set(&cfg, "spare", md_files[spare]);
+	}
+	if (event) {
+		raid_config_set(&cfg, "event", event);
+	}
+	assert_int_equal(raid_open(&cfg, &a), 0);
+	raid_config_free(&cfg);
+	return a;
+}
+
 /* ---- a client ---------------------------------------------------------- */
 
 struct client {
@@ -137,31 +220,59 @@ client_send(struct client *c, const char *s, size_t len)
 	assert_int_equal(send(c->fd, s, len, MSG_NOSIGNAL), (ssize_t)len);
 }
 
-/* The next answer line, parsed (json_object_put it). */
-static struct json_object *
-client_answer(struct client *c)
+/*
+ * The next answer line, its raw bytes into line (NUL-terminated), waiting
+ * at most ms for it (-1: as long as it takes): false when none came then.
+ */
+static bool
+client_line(struct client *c, char *line, size_t len, int ms)
 {
-	struct json_object *o;
 	char *nl;
 
 	while (!(nl = memchr(c->buf, '\n', c->len))) {
+		struct pollfd p = { .fd = c->fd, .events = POLLIN };
 		ssize_t n;
 
+		if (poll(&p, 1, ms) == 0) {
+			return false;
+		}
 		assert_true(c->len < sizeof(c->buf) - 1);
 		n = recv(c->fd, c->buf + c->len, sizeof(c->buf) - 1 - c->len,
 			 0);
 		assert_true(n > 0);
 		c->len += n;
 	}
-	*nl = '\0';
-	o = json_tokener_parse(c->buf);
-	if (!o) {
-		print_error("answer is not JSON: %s\n", c->buf);
-	}
-	assert_non_null(o);
+	assert_true((size_t)(nl - c->buf) < len);
+	memcpy(line, c->buf, nl - c->buf);
+	line[nl - c->buf] = '\0';
 	c->len -= nl + 1 - c->buf;
 	memmove(c->buf, nl + 1, c->len);
+	return true;
+}
+
+/* The next answer line, parsed (json_object_put it). */
+static struct json_object *
+client_answer(struct client *c)
+{
+	static char line[1 << 16];
+	struct json_object *o;
+
+	assert_true(client_line(c, line, sizeof(line), -1));
+	o = json_tokener_parse(line);
+	if (!o) {
+		print_error("answer is not JSON: %s\n", line);
+	}
+	assert_non_null(o);
 	return o;
+}
+
+/* Nothing (not even EOF) waiting to be read from the server. */
+static bool
+client_quiet(struct client *c)
+{
+	struct pollfd p = { .fd = c->fd, .events = POLLIN };
+
+	return c->len == 0 && poll(&p, 1, 0) == 0;
 }
 
 static void
@@ -341,6 +452,69 @@ test_control_status_json_string(void **state)
 	assert_true(json_object_get_boolean(get(o, "clean")));
 	json_object_put(o);
 	free(s);
+
+	/* A name (or path) that is not UTF-8 comes out UTF-8, as \xNN. */
+	snprintf(st.name, sizeof(st.name), "a\xff\nb");
+	s = raid_status_json(&st);
+	assert_true(utf8_valid(s, strlen(s)));
+	o = json_tokener_parse(s);
+	assert_str(o, "name", "a\\xff\nb");
+	json_object_put(o);
+	free(s);
+}
+
+/* The UTF-8 checks and escaping every outside string goes through. */
+static void
+test_text_utf8_and_clean(void **state)
+{
+	static const char *const valid[] = { "",
+					     "abc",
+					     "\xc3\xa9",
+					     "\xe2\x82\xac",
+					     "\xf0\x90\x8d\x88",
+					     "\xf4\x8f\xbf\xbf" };
+	static const char *const invalid[] = {
+		"\xff",
+		"\xc3",
+		"\xc0\xaf", /* overlong / */
+		"\xe0\x80\xaf",
+		"\xed\xa0\x80",	    /* a surrogate */
+		"\xf4\x90\x80\x80", /* past U+10FFFF */
+		"\xe2\x82",
+		"a\x80"
+		"b",
+	};
+	char out[64];
+
+	(void)state;
+	for (unsigned i = 0; i < ARRAY_SIZE(valid); i++) {
+		assert_true(utf8_valid(valid[i], strlen(valid[i])));
+	}
+	for (unsigned i = 0; i < ARRAY_SIZE(invalid); i++) {
+		assert_false(utf8_valid(invalid[i], strlen(invalid[i])));
+	}
+	/* Cutting "a€" anywhere inside the euro sign drops all of it. */
+	assert_int_equal(utf8_cut("a\xe2\x82\xac", 4), 4);
+	assert_int_equal(utf8_cut("a\xe2\x82\xac", 3), 1);
+	assert_int_equal(utf8_cut("a\xe2\x82\xac", 2), 1);
+	assert_int_equal(utf8_cut("a\xe2\x82\xac", 1), 1);
+	assert_string_equal(text_clean(out, sizeof(out),
+				       "-a\nb\xff\xc2\x9b"
+				       "\xc3\xa9",
+				       TEXT_NO_DASH),
+			    "\\x2da\\x0ab\\xff\\xc2\\x9b\xc3\xa9");
+	assert_string_equal(text_clean(out, sizeof(out), "-a\tb", 0),
+			    "-a\\x09b");
+	assert_string_equal(
+		text_clean(out, sizeof(out), "a\n\xff", TEXT_KEEP_CTRL),
+		"a\n\\xff");
+	/* Too small: cut at a character, never inside an escape. */
+	assert_string_equal(text_clean(out, 6, "ab\n", 0), "ab");
+	assert_string_equal(text_clean(out, 4,
+				       "a\xc3\xa9"
+				       "b",
+				       0),
+			    "a\xc3\xa9");
 }
 
 /* Every bad request gets ok:false, and the connection goes on. */
@@ -591,6 +765,37 @@ test_control_socket_mode_and_removal(void **state)
 	assert_false(exists(sock_path));
 }
 
+/*
+ * A symlink put at the path once the socket is bound: the file it points
+ * at keeps its mode (the socket's mode is never set through the path),
+ * and the socket is refused, the symlink left alone.
+ */
+static void
+test_control_socket_mode_not_through_symlink(void **state)
+{
+	struct fixture *f = *state;
+	struct control_server *cs = NULL;
+	struct stat st;
+	int fd;
+
+	snprintf(swap_victim, sizeof(swap_victim), "%s/victim", tdir);
+	fd = open(swap_victim, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(fchmod(fd, 0644), 0);
+	close(fd);
+	assert_int_equal(fixture_open(f, &raid5), 0);
+	t_reset();
+	swap_on_bind = true;
+	assert_int_equal(control_open(f->a, sock_path, &cs), -EEXIST);
+	swap_on_bind = false;
+	assert_null(cs);
+	assert_non_null(strstr(t_last_error, "not a socket any more"));
+	assert_int_equal(stat(swap_victim, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0644);
+	assert_int_equal(lstat(sock_path, &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+}
+
 /* A socket nobody listens on (a killed server's) is replaced. */
 static void
 test_control_stale_socket_replaced(void **state)
@@ -835,7 +1040,335 @@ test_events_array_event(void **state)
 	assert_string_equal(log, "DegradedArray nbdraid");
 }
 
+/* A program that writes each argument in [], one line per run. */
+static void
+write_argv_program(char *prog, size_t len)
+{
+	FILE *fp;
+
+	snprintf(prog, len, "%s/argv.sh", tdir);
+	fp = fopen(prog, "w");
+	assert_non_null(fp);
+	fprintf(fp,
+		"#!/bin/sh\nfor a; do printf '[%%s]' \"$a\"; done "
+		">> %s/log\necho >> %s/log\n",
+		tdir, tdir);
+	fclose(fp);
+	assert_int_equal(chmod(prog, 0700), 0);
+}
+
+/*
+ * An array name from a superblock, with a newline and a leading '-',
+ * reaches event programs as one argument that is no option (\x0a, \x2d);
+ * another array's name read from a spare's superblock, and the spare's
+ * path with a newline, reach the log as one line.
+ */
+static void
+test_events_and_logs_clean_outside_names(void **state)
+{
+	static const char name[] = "-rf:x\ny";
+	char prog[128], log[1024], bad[160];
+	struct raid_array *a;
+	unsigned n;
+	int fd;
+
+	(void)state;
+	write_argv_program(prog, sizeof(prog));
+	a = md_open(1, 2, -1, name, prog);
+	assert_int_equal(raid_fail_member(a, 1, "test"), 0); /* event Fail */
+	/* A spare (its path with a newline) carrying the superblock of
+	 * another array of that name: refused, the log saying whose. */
+	snprintf(bad, sizeof(bad), "%s/other\n.img", tdir);
+	fd = open(bad, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, MD_BYTES), 0);
+	close(fd);
+	{
+		char *one[] = { bad, md_files[3] };
+		struct raid_create_spec spec = { .level = 1,
+						 .name = name,
+						 .homehost = "test",
+						 .minor = 2,
+						 .members = one,
+						 .nr_members = 2 };
+		struct raid_create_result res;
+
+		assert_int_equal(raid_create(&spec, NULL, NULL, &res), 0);
+	}
+	t_reset();
+	assert_int_equal(raid_add_member(a, bad, false), -EEXIST);
+	assert_null(strchr(t_last_error, '\n'));
+	assert_non_null(strstr(t_last_error, "(-rf:x\\x0ay)"));
+	assert_non_null(strstr(t_last_error, "other\\x0a.img"));
+	raid_close(a); /* runs the events queued */
+	read_log(log, sizeof(log), &n);
+	snprintf(bad, sizeof(bad), "[Fail][\\x2drf:x\\x0ay][%s]", md_files[1]);
+	if (!strstr(log, bad)) {
+		print_error("program saw '%s', not '%s'\n", log, bad);
+		fail();
+	}
+	assert_int_equal(n, 1);
+}
+
 /* ---- fail and remove through the socket -------------------------------- */
+
+/*
+ * fail answers with the member it failed (path, role, device UUID), not
+ * with the spare that took its role since; that member, named by path
+ * again, is no member any more; the status shows the spare rebuilding.
+ */
+static void
+test_control_fail_names_the_failed_member(void **state)
+{
+	struct fixture *f = *state;
+	struct raid_examine ex;
+	struct json_object *ans, *m;
+	char why[160], uuid[UUID_STR_BYTES];
+	struct client c;
+
+	f->a = md_open(1, 2, 2, "ctl", NULL);
+	assert_int_equal(raid_examine(md_files[1], &ex, why, sizeof(why)), 0);
+	uuid_format(ex.device_uuid, uuid);
+	assert_int_equal(control_open(f->a, sock_path, &f->a->control), 0);
+	assert_int_equal(control_start(f->a->control), 0);
+	client_connect(&c);
+	ans = client_request(&c, "{\"command\":\"fail\",\"member\":\"1\"}");
+	assert_true(answer_ok(ans));
+	assert_u64(ans, "role", 1);
+	assert_str(ans, "path", md_files[1]);
+	assert_str(ans, "device_uuid", uuid);
+	assert_str(ans, "state", "faulty");
+	json_object_put(ans);
+
+	ans = client_request(&c, "{\"command\":\"status\"}");
+	m = json_object_array_get_idx(get(get(ans, "status"), "members"), 1);
+	assert_str(m, "path", md_files[2]);
+	assert_str(m, "state", "rebuilding");
+	json_object_put(ans);
+	snprintf(why, sizeof(why), "{\"command\":\"fail\",\"member\":\"%s\"}",
+		 md_files[1]);
+	assert_refused(client_request(&c, why), "no such member");
+	close(c.fd);
+}
+
+/* An answer line, raw: UTF-8, and free of the bytes the request had. */
+static void
+assert_clean_refusal(struct client *c, const char *want)
+{
+	static char line[1 << 16];
+	struct json_object *o;
+
+	assert_true(client_line(c, line, sizeof(line), -1));
+	if (!utf8_valid(line, strlen(line))) {
+		print_error("answer is not UTF-8: %s\n", line);
+		fail();
+	}
+	o = json_tokener_parse(line);
+	assert_non_null(o);
+	assert_refused(o, want);
+}
+
+/*
+ * A NUL (\u0000) in any string or key, or a string that is not UTF-8, is
+ * refused by name, before anything runs, and never echoed back raw.
+ */
+static void
+test_control_refuses_nul_and_bad_utf8(void **state)
+{
+	struct fixture *f = *state;
+	static char line[2048];
+	struct client c;
+	size_t n;
+
+	served(f);
+	client_connect(&c);
+	client_sends(&c, "{\"command\":\"status\\u0000x\"}\n");
+	assert_clean_refusal(&c, "\"command\": a NUL character");
+	client_sends(&c,
+		     "{\"command\":\"fail\",\"member\":\"mem1\\u0000x\"}\n");
+	assert_clean_refusal(&c, "\"member\": a NUL character");
+	client_sends(&c, "{\"comm\\u0000x\":1,\"command\":\"status\"}\n");
+	assert_clean_refusal(&c, "a NUL character (\\u0000) in a key");
+	/* A key given twice: the value json-c drops is checked too. */
+	client_sends(&c, "{\"command\":\"fail\",\"member\":\"\xff\","
+			 "\"member\":\"1\"}\n");
+	assert_clean_refusal(&c, "not valid UTF-8");
+	client_sends(&c, "{\"command\":\"fail\",\"member\":\"\\u0000\","
+			 "\"member\":\"1\"}\n");
+	assert_clean_refusal(&c, "in a value given twice");
+	client_sends(
+		&c, "{\"command\":\"status\",\"x\":[1,{\"y\":\"\\u0000\"}]}\n");
+	assert_clean_refusal(&c, "\"x\": a NUL character");
+	/* Not UTF-8: a stray byte, a cut sequence, overlong, surrogate. */
+	client_sends(&c, "{\"command\":\"\xff\xfe\"}\n");
+	assert_clean_refusal(&c, "\"command\": not valid UTF-8");
+	client_sends(&c, "{\"command\":\"fail\",\"member\":\"\xc3(\"}\n");
+	assert_clean_refusal(&c, "\"member\": not valid UTF-8");
+	client_sends(&c, "{\"command\":\"fail\",\"member\":\"\xc0\xaf\"}\n");
+	assert_clean_refusal(&c, "\"member\": not valid UTF-8");
+	client_sends(&c,
+		     "{\"command\":\"fail\",\"member\":\"\xed\xa0\x80\"}\n");
+	assert_clean_refusal(&c, "\"member\": not valid UTF-8");
+	client_sends(&c, "{\"\xff\":1,\"command\":\"status\"}\n");
+	assert_clean_refusal(&c, "a key is not valid UTF-8");
+	/* A long name of two-byte characters: quoted, cut at a character. */
+	n = snprintf(line, sizeof(line), "{\"command\":\"");
+	for (unsigned i = 0; i < 600; i++) {
+		n += snprintf(line + n, sizeof(line) - n, "\xc3\xa9");
+	}
+	snprintf(line + n, sizeof(line) - n, "\"}\n");
+	client_sends(&c, line);
+	assert_clean_refusal(&c, "unknown command '\xc3\xa9\xc3\xa9");
+	client_sends(
+		&c,
+		"{\"command\":\"add\",\"member\":\"/x\",\"force\":\"no\"}\n");
+	assert_clean_refusal(&c, "\"force\" must be true or false");
+	/* Nothing ran: member 1 is in sync, the connection goes on. */
+	assert_int_equal(atomic_load(&f->a->members[1].state),
+			 RAID_MEMBER_IN_SYNC);
+	assert_status_matches(f->a, &c);
+	close(c.fd);
+}
+
+/*
+ * More clients than the server keeps, each quiet after its status (half
+ * in the middle of a line): every one is served; the quietest make room,
+ * told why; the server still stops at once.
+ */
+static void
+test_control_idle_clients_do_not_lock_out(void **state)
+{
+	enum { N = CONTROL_CLIENTS_MAX + 36 };
+	static struct client c[N];
+	static char line[4096];
+	struct fixture *f = *state;
+	unsigned closed = 0;
+
+	served(f);
+	for (unsigned i = 0; i < N; i++) {
+		client_connect(&c[i]);
+		client_sends(&c[i], "{\"command\":\"status\"}\n");
+		if (!client_line(&c[i], line, sizeof(line), 20000)) {
+			print_error("client %u: no answer\n", i);
+			fail();
+		}
+		if (i % 2) {
+			client_sends(&c[i], "{\"command\":\"sta");
+		}
+	}
+	for (unsigned i = 0; i < N; i++) {
+		if (client_quiet(&c[i])) {
+			continue;
+		}
+		assert_clean_refusal(&c[i], "clients at most");
+		assert_int_equal(recv(c[i].fd, line, sizeof(line), 0), 0);
+		closed++;
+	}
+	assert_int_equal(closed, N - CONTROL_CLIENTS_MAX);
+	for (unsigned i = N - 8; i < N; i++) {
+		assert_true(client_quiet(&c[i])); /* the newest kept */
+	}
+	control_close(f->a->control); /* with clients mid-line */
+	f->a->control = NULL;
+	for (unsigned i = 0; i < N; i++) {
+		close(c[i].fd);
+	}
+}
+
+/* Member 1's I/O held at a gate until the test opens it. */
+static struct gate {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool open;
+	unsigned waiting;
+	const struct io_backend *be; /* the member's own */
+} gate = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER };
+
+static int
+gated_submit(struct io_req *reqs, unsigned nr)
+{
+	pthread_mutex_lock(&gate.lock);
+	gate.waiting++;
+	pthread_cond_broadcast(&gate.cond);
+	while (!gate.open) {
+		pthread_cond_wait(&gate.cond, &gate.lock);
+	}
+	gate.waiting--;
+	pthread_mutex_unlock(&gate.lock);
+	return gate.be->submit_wait(reqs, nr);
+}
+
+static const struct io_backend gated_backend = { "gated", gated_submit };
+
+static void *
+read_member1(void *arg)
+{
+	static uint8_t buf[FIXTURE_CHUNK];
+
+	/* RAID 5 of 3: the array's second chunk is member 1's first. */
+	assert_int_equal(raid_pread(arg, buf, sizeof(buf), FIXTURE_CHUNK, 0),
+			 0);
+	return NULL;
+}
+
+/*
+ * A command that waits (remove, for a member's I/O in flight) stalls
+ * only its own client: others are answered meanwhile, a new client too;
+ * its answer comes once the I/O ends, and says the member was removed.
+ */
+static void
+test_control_slow_command_stalls_only_its_client(void **state)
+{
+	struct raid_array *a = served(*state);
+	struct client slow, other, late;
+	struct json_object *ans;
+	pthread_t reader;
+
+	gate.open = false;
+	gate.be = a->members[1].be;
+	a->members[1].be = &gated_backend;
+	assert_int_equal(pthread_create(&reader, NULL, read_member1, a), 0);
+	pthread_mutex_lock(&gate.lock);
+	while (!gate.waiting) {
+		pthread_cond_wait(&gate.cond, &gate.lock);
+	}
+	pthread_mutex_unlock(&gate.lock); /* member 1 has I/O in flight */
+
+	client_connect(&slow);
+	client_connect(&other);
+	ans = client_request(&slow, "{\"command\":\"fail\",\"member\":1}");
+	assert_true(answer_ok(ans));
+	json_object_put(ans);
+	client_sends(&slow, "{\"command\":\"remove\",\"member\":1}\n"
+			    "{\"command\":\"speed\",\"min\":1,\"max\":2}\n");
+	ans = client_request(&other, "{\"command\":\"speed\",\"min\":5,"
+				     "\"max\":9}");
+	assert_true(answer_ok(ans));
+	json_object_put(ans);
+	client_connect(&late);
+	assert_refused(client_request(&late, "{\"command\":\"nope\"}"),
+		       "unknown command");
+	assert_true(client_quiet(&slow)); /* its remove still waits */
+
+	pthread_mutex_lock(&gate.lock);
+	gate.open = true;
+	pthread_cond_broadcast(&gate.cond);
+	pthread_mutex_unlock(&gate.lock);
+	assert_int_equal(pthread_join(reader, NULL), 0);
+	ans = client_answer(&slow);
+	assert_true(answer_ok(ans));
+	assert_u64(ans, "role", 1);
+	assert_str(ans, "path", "mem1");
+	assert_str(ans, "state", "missing");
+	json_object_put(ans);
+	ans = client_answer(&slow); /* and its next line, in order */
+	assert_u64(ans, "min", 1);
+	json_object_put(ans);
+	a->members[1].be = gate.be;
+	close(slow.fd);
+	close(other.fd);
+	close(late.fd);
+}
 
 /*
  * fail 1: degraded, member 1 faulty, event Fail; fail 2 then refused (the
@@ -930,6 +1463,9 @@ main(void)
 		cmocka_unit_test_setup_teardown(
 			test_control_stale_socket_replaced, setup, teardown),
 		cmocka_unit_test_setup_teardown(
+			test_control_socket_mode_not_through_symlink, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
 			test_control_refuses_socket_in_use, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_control_refuses_regular_file, setup, teardown),
@@ -946,9 +1482,24 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_events_array_event, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(
+			test_events_and_logs_clean_outside_names, setup,
+			teardown),
+		cmocka_unit_test(test_text_utf8_and_clean),
+		cmocka_unit_test_setup_teardown(
 			test_control_cache_status_and_flush, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_control_fail_and_remove,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_control_fail_names_the_failed_member, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_control_refuses_nul_and_bad_utf8, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_control_idle_clients_do_not_lock_out, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_control_slow_command_stalls_only_its_client, setup,
+			teardown),
 	};
 
 	t_init();

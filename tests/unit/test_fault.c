@@ -2,9 +2,9 @@
  * test_fault.c: fault= rules (src/io/fault.c): the parser, every value it
  * takes and every refusal with its message; then each condition proven
  * on data over memory members (ops, rate with a seed, after, range edges,
- * trigger, count, latency as a lower bound, errno, error=none), several
- * rules on one member, members without rules left alone, vectored results
- * copied back as the member's own backend left them, threads sharing a
+ * trigger, touch, count, latency as a lower bound, errno, error=none),
+ * several rules on one member, members without rules left alone, vectored
+ * results copied back as the member's own backend left them, threads sharing a
  * rule's counters, an array whose member 1 fails a range, a RAID 5 whose
  * bad sector heals after count= hits (repaired and counted), and raid_open
  * refusing a role the array does not have.
@@ -267,6 +267,8 @@ test_fault_parse_refuses(void **state)
 		  "fault '1:range=+4k': range must be OFFSET+LENGTH (1M+4k), LENGTH not 0" },
 		{ "1:trigger=run/x",
 		  "fault '1:trigger=run/x': trigger must be an absolute path" },
+		{ "1:touch=run/x",
+		  "fault '1:touch=run/x': touch must be an absolute path" },
 		{ "1:latency=10",
 		  "fault '1:latency=10': latency must be a whole number and a unit (500us, 20ms, 1s), at most 3600s" },
 		{ "1:latency=3601s",
@@ -290,7 +292,7 @@ test_fault_parse_refuses(void **state)
 		{ "1:count=",
 		  "fault '1:count=': count must be a whole number from 1" },
 		{ "1:speed=3",
-		  "fault '1:speed=3': unknown setting 'speed' (ops, rate, after, range, trigger, count, latency, errno, error, seed)" },
+		  "fault '1:speed=3': unknown setting 'speed' (ops, rate, after, range, trigger, count, latency, errno, error, seed, touch)" },
 		{ "1:read",
 		  "fault '1:read': setting 'read' must be NAME=VALUE" },
 		{ "1:ops=read,,rate=1",
@@ -512,6 +514,41 @@ test_fault_trigger_file(void **state)
 	assert_int_equal(unlink(path), 0);
 	assert_int_equal(read_at(m, 512, 0), 0);
 	assert_int_equal(fault_hits(m), 2);
+}
+
+/*
+ * touch=PATH: the file appears at the rule's first hit, not before (the
+ * I/Os it passes); with range= and after= it marks "the Nth superblock
+ * write" (4K at 4K: 1.2's), error=none with a latency holding it.
+ */
+static void
+test_fault_touch_file(void **state)
+{
+	struct fixture *f = *state;
+	char path[64], spec[160], *specs[] = { spec };
+	struct raid_member *m;
+
+	snprintf(path, sizeof(path), "/tmp/test_fault-%d.touch", getpid());
+	snprintf(spec, sizeof(spec),
+		 "0:ops=write,range=4k+4k,after=8k,count=1,latency=1ms,"
+		 "error=none,touch=%s",
+		 path);
+	unlink(path);
+	members(f, 1);
+	m = f->m;
+	attach(f, specs, 1);
+	assert_int_equal(write_at(m, 0x11, 4096, 4096), 0);  /* the 1st */
+	assert_int_equal(write_at(m, 0x12, 4096, 16384), 0); /* elsewhere */
+	assert_int_equal(write_at(m, 0x13, 4096, 4096), 0);  /* the 2nd */
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(fault_hits(m), 0);
+	assert_int_equal(write_at(m, 0x14, 4096, 4096), 0); /* the 3rd */
+	assert_int_equal(access(path, F_OK), 0);
+	assert_int_equal(fault_hits(m), 1);
+	assert_int_equal(mem_of(m)->data[4096], 0x14); /* error=none */
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(write_at(m, 0x15, 4096, 4096), 0); /* count=1 */
+	assert_int_equal(access(path, F_OK), -1);
 }
 
 /*
@@ -1069,6 +1106,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_fault_range_edges,
 						fixture_setup, fault_teardown),
 		cmocka_unit_test_setup_teardown(test_fault_trigger_file,
+						fixture_setup, fault_teardown),
+		cmocka_unit_test_setup_teardown(test_fault_touch_file,
 						fixture_setup, fault_teardown),
 		cmocka_unit_test_setup_teardown(test_fault_count_hits,
 						fixture_setup, fault_teardown),

@@ -933,7 +933,8 @@ test_layout_map_large_members_in_bounds(void **state)
 /*
  * md's layout numbers (the superblock's `layout` field), both ways: mdadm's
  * encodings of nN (0x100 + N), fN ((N << 8) + 1) and oN (0x10000 +
- * (N << 8) + 1), 0 for RAID 0 and 1; every name back from its number; and
+ * (N << 8) + 1), 1 for RAID 0 (md's original zone layout, as mdadm 4.2
+ * writes), 0 for RAID 1; every name back from its number; and
  * the numbers nbdraid does not place refused with a reason.
  */
 static void
@@ -944,7 +945,7 @@ test_layout_md_numbers(void **state)
 		const char *name;
 		uint32_t md;
 	} known[] = {
-		{ &raid0_layout, "", 0 },
+		{ &raid0_layout, "", 1 },
 		{ &raid1_layout, "", 0 },
 		{ &raid10_layout, "n2", 0x102 },
 		{ &raid10_layout, "n3", 0x103 },

@@ -8,16 +8,19 @@
  */
 #undef NDEBUG
 #include <assert.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <linux/loop.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -447,6 +450,33 @@ expect_refused(struct raid_member a, struct raid_member b, const char *why)
 	assert_string_equal(t_last_error, want);
 }
 
+/*
+ * ioctl(2) as this program sees it: every fd a loop device's status is
+ * asked on is counted, and those a child would inherit (no FD_CLOEXEC):
+ * an event program spawned meanwhile must get no copy of a member's fd.
+ */
+static unsigned loop_asks, loop_asks_inherited;
+
+int
+ioctl(int fd, unsigned long req, ...)
+{
+	static int (*real)(int, unsigned long, ...);
+	va_list ap;
+	void *arg;
+
+	va_start(ap, req);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	if (!real) {
+		*(void **)&real = dlsym(RTLD_NEXT, "ioctl");
+	}
+	if (req == LOOP_GET_STATUS64) {
+		loop_asks++;
+		loop_asks_inherited += !(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	}
+	return real(fd, req, arg);
+}
+
 #define LOOP(n, size) blk("loop" #n, 7, n, size)
 #define P1	      blk("loop0p1", 259, 0, 2 * MiB)
 #define P2	      blk("loop0p2", 259, 1, 4 * MiB)
@@ -479,8 +509,12 @@ static void
 test_member_overlap_check_loop_and_backing_file(void **state)
 {
 	(void)state;
+	loop_asks = loop_asks_inherited = 0;
 	expect_refused(reg("a.img"), LOOP(0, 8 * MiB),
 		       "a loop device backed by it");
+	/* Asked on a copy of the member's fd: close-on-exec, as it is. */
+	assert_true(loop_asks > 0);
+	assert_int_equal(loop_asks_inherited, 0);
 	expect_refused(reg("a.img"), P1,
 		       "a partition of a loop device backed by it");
 	expect_refused(P2, reg("a.img"),

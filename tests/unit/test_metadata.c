@@ -44,6 +44,10 @@ struct md_array {
 	unsigned given[MD_DATA_MAX_MEMBERS]; /* position of mdadm's member d */
 	/* mdadm's member d's memory (assembly reorders x->m by role). */
 	struct mem_member *mm[MD_DATA_MAX_MEMBERS];
+	/* The members not given, out of x->m (assembly may use those slots
+	 * as its own), freed by md_close. */
+	struct raid_member omitted[MD_DATA_MAX_MEMBERS];
+	unsigned nr_omitted;
 	struct raid_array *a;
 };
 
@@ -81,6 +85,12 @@ static int
 md_assemble(struct md_array *x)
 {
 	x->nr = x->n - x->omit;
+	for (unsigned i = x->nr; i < x->n; i++) {
+		if (x->m[i].priv) {
+			x->omitted[x->nr_omitted++] = x->m[i];
+			memset(&x->m[i], 0, sizeof(x->m[i]));
+		}
+	}
 	t_last_error[0] = '\0';
 	t_errors[0] = '\0';
 	return array_assemble(&x->cfg, x->m, &x->nr, x->n + MEM_MEMBERS_ROOM,
@@ -94,6 +104,12 @@ md_close(struct md_array *x)
 	x->a = NULL;
 	mem_members_free(x->m, x->n);
 	x->m = NULL;
+	for (unsigned i = 0; i < x->nr_omitted; i++) {
+		free(mem_of(&x->omitted[i])->data);
+		free(mem_of(&x->omitted[i]));
+		free(x->omitted[i].path);
+	}
+	x->nr_omitted = 0;
 	raid_config_free(&x->cfg);
 }
 
@@ -750,6 +766,65 @@ test_metadata_dirty_degraded(void **state)
 }
 
 /*
+ * A dirty RAID 5 with a member being rebuilt is degraded too, as md counts
+ * it (raid5_run: a device not In_sync, recovery_offset or not): the
+ * recovery would rebuild it from parity that may not match the data, so
+ * it does not start without force=true, naming the role, and nothing is
+ * written; force=true starts it, marked clean (mdadm --assemble --force).
+ * A dirty mirror with a member being rebuilt starts: any copy will do.
+ */
+static void
+dirty_rebuilding(struct md_array *x, const char *name)
+{
+	md_members(x, name);
+	for (unsigned d = 0; d < x->n; d++) {
+		sb_edit(x, d, make_active);
+	}
+	sb_edit(x, 1, recovering_unaligned);
+}
+
+static void
+test_metadata_dirty_rebuilding(void **state)
+{
+	static struct md_array x;
+	static uint8_t *before[MD_DATA_MAX_MEMBERS];
+	struct raid_status st;
+
+	(void)state;
+	dirty_rebuilding(&x, "raid5-ls-x4");
+	for (unsigned d = 0; d < x.n; d++) {
+		before[d] = malloc(x.c.member_bytes);
+		assert_non_null(before[d]);
+		memcpy(before[d], x.mm[d]->data, x.c.member_bytes);
+	}
+	expect_refused(&x, "cannot start dirty degraded array");
+	assert_non_null(strstr(t_errors, "role 1 being rebuilt"));
+	for (unsigned d = 0; d < x.n; d++) {
+		assert_memory_equal(x.mm[d]->data, before[d], x.c.member_bytes);
+		free(before[d]);
+	}
+	md_close(&x);
+	/* force=true: it starts, marked clean, the member still rebuilding. */
+	dirty_rebuilding(&x, "raid5-ls-x4");
+	x.cfg.force = true;
+	assert_int_equal(md_assemble(&x), 0);
+	assert_non_null(strstr(t_errors,
+			       "force=true: starting a dirty "
+			       "degraded array (role 1 being rebuilt)"));
+	assert_int_equal(x.a->meta->resync_cp, MD_RESYNC_DONE);
+	assert_int_equal(raid_status(x.a, &st), 0);
+	assert_int_equal(st.state, RAID_ARRAY_REBUILDING);
+	assert_int_equal(st.members[1].state, RAID_MEMBER_REBUILDING);
+	md_close(&x);
+	/* A mirror: no parity, no refusal. */
+	dirty_rebuilding(&x, "raid10-n2-x4-v1.1");
+	assert_int_equal(md_assemble(&x), 0);
+	assert_int_equal(raid_status(x.a, &st), 0);
+	assert_int_equal(st.state, RAID_ARRAY_REBUILDING);
+	md_close(&x);
+}
+
+/*
  * A member failed on a clean array, with no write after: its own
  * superblock, never written again, ends more than one event behind the
  * others (md's two updates: the failure, then the member leaving the
@@ -880,6 +955,97 @@ test_metadata_resync_from_checkpoint(void **state)
 	md_close(&x);
 }
 
+/* Fill copy k of the 4 KiB at array offset off with byte v, directly. */
+static void
+plant_copy(struct raid_array *a, uint64_t off, unsigned k, uint8_t v,
+	   unsigned *member)
+{
+	struct raid_loc locs[RAID_MAX_COPIES];
+	uint64_t chunk = off >> a->g.chunk_shift;
+
+	assert_true(a->layout->map(&a->g, chunk, locs) > k);
+	memset(mem_of(&a->members[locs[k].member])->data +
+		       geom_member_offset(&a->g, &locs[k],
+					  off & (a->chunk_bytes - 1)),
+	       v, 4096);
+	*member = locs[k].member;
+}
+
+/*
+ * Reads of a mirror owed a resync, as md's read_balance (choose_first):
+ * a block whose two copies differ (the array found dirty) reads the first
+ * copy every time, though the other copy's member is idle and the first's
+ * busy, until the resync makes the second equal to it; the resync keeps
+ * that value.  Below the resync's frontier (resync_offset) reads balance.
+ */
+static void
+test_metadata_resync_reads_first_copy(void **state)
+{
+	static const char *const cases[] = { "raid1-x2-v1.0",
+					     "raid10-n2-x4-v1.1" };
+	static struct md_array x;
+	uint8_t want[4096], buf[4096];
+	unsigned first, second, reads;
+
+	(void)state;
+	memset(want, 0x5a, sizeof(want));
+	for (unsigned c = 0; c < 2; c++) {
+		struct raid_array *a;
+		uint64_t off;
+
+		md_members(&x, cases[c]);
+		for (unsigned d = 0; d < x.n; d++) {
+			sb_edit(&x, d, make_active);
+		}
+		assert_int_equal(md_assemble(&x), 0);
+		a = x.a;
+		off = 3 * a->chunk_bytes + 8192;
+		plant_copy(a, off, 0, 0x5a, &first);
+		plant_copy(a, off, 1, 0xa5, &second);
+		/* The first copy's member busy, the second's idle. */
+		atomic_store(&a->members[first].inflight, 1);
+		for (unsigned i = 0; i < 100; i++) {
+			assert_int_equal(
+				raid_pread(a, buf, sizeof(buf), off, 0), 0);
+			assert_memory_equal(buf, want, sizeof(buf));
+		}
+		atomic_store(&a->members[first].inflight, 0);
+		/* The resync keeps the value the reads gave. */
+		assert_int_equal(sync_run_due(a), 0);
+		assert_non_null(strstr(t_errors, "resync finished"));
+		atomic_store(&a->members[first].inflight, 1);
+		reads = mem_of(&a->members[second])->count[IO_READ];
+		for (unsigned i = 0; i < 20; i++) {
+			assert_int_equal(
+				raid_pread(a, buf, sizeof(buf), off, 0), 0);
+			assert_memory_equal(buf, want, sizeof(buf));
+		}
+		/* Owed nothing now: they balance to the idle copy. */
+		assert_int_equal(mem_of(&a->members[second])->count[IO_READ],
+				 reads + 20);
+		atomic_store(&a->members[first].inflight, 0);
+		md_close(&x);
+		/* Below the resync's frontier, reads balance. */
+		md_members(&x, cases[c]);
+		resync_at = 8 * x.c.member_bytes / 16 / RAID_SECTOR_BYTES;
+		for (unsigned d = 0; d < x.n; d++) {
+			sb_edit(&x, d, resync_from);
+		}
+		assert_int_equal(md_assemble(&x), 0);
+		a = x.a;
+		off = 3 * a->chunk_bytes + 8192;
+		assert_true(off + 4096 < resync_at * RAID_SECTOR_BYTES);
+		plant_copy(a, off, 0, 0x5a, &first);
+		atomic_store(&a->members[first].inflight, 1);
+		reads = mem_of(&a->members[second])->count[IO_READ];
+		assert_int_equal(raid_pread(a, buf, sizeof(buf), off, 0), 0);
+		assert_int_equal(mem_of(&a->members[second])->count[IO_READ],
+				 reads + 1);
+		atomic_store(&a->members[first].inflight, 0);
+		md_close(&x);
+	}
+}
+
 /* force=true takes a stale member back, as mdadm --assemble --force. */
 static void
 test_metadata_force_takes_stale_back(void **state)
@@ -953,6 +1119,9 @@ main(void)
 		cmocka_unit_test_setup(test_metadata_resync_from_checkpoint,
 				       t_setup),
 		cmocka_unit_test_setup(test_metadata_dirty_degraded, t_setup),
+		cmocka_unit_test_setup(test_metadata_dirty_rebuilding, t_setup),
+		cmocka_unit_test_setup(test_metadata_resync_reads_first_copy,
+				       t_setup),
 		cmocka_unit_test_setup(test_metadata_bitmap_marked_stale,
 				       t_setup),
 		cmocka_unit_test_setup(test_metadata_refusals, t_setup),
