@@ -935,39 +935,18 @@ piece_extent(struct raid_array *a, uint64_t off, uint64_t len, bool *hole,
 	*hole &= looked > 0; /* RAID 5 rebuilds it: data, as far as known */
 }
 
-static int array_extents(struct raid_array *a, uint32_t count, uint64_t offset,
-			 uint32_t flags, raid_extent_fn add, void *ctx);
-
-/* Holes the members report, less what the cache holds unwritten. */
-struct cached_extents {
-	struct cache *cache;
-	raid_extent_fn add;
-	void *ctx;
-};
-
-static int
-add_cached(void *ctx, uint64_t offset, uint64_t length, uint32_t type)
-{
-	struct cached_extents *x = ctx;
-
-	return cache_extent(x->cache, offset, length, type, x->add, x->ctx);
-}
-
+/*
+ * Pieces of at most a chunk, each asked of the members (SEEK_DATA), less
+ * what the cache holds unwritten.  The cache is looked at first, for each
+ * piece: its units holding unwritten data are data without asking the
+ * members; the members are asked only about units holding none, whose
+ * acknowledged writes are then on them already.  (Asking the members
+ * first, a write-back completing before the cache was looked at answered
+ * a hole over acknowledged data.)
+ */
 int
 raid_extents(struct raid_array *a, uint32_t count, uint64_t offset,
 	     uint32_t flags, raid_extent_fn add, void *ctx)
-{
-	struct cached_extents x = { a->cache, add, ctx };
-
-	if (a->cache) {
-		return array_extents(a, count, offset, flags, add_cached, &x);
-	}
-	return array_extents(a, count, offset, flags, add, ctx);
-}
-
-static int
-array_extents(struct raid_array *a, uint32_t count, uint64_t offset,
-	      uint32_t flags, raid_extent_fn add, void *ctx)
 {
 	uint64_t end = offset + count;
 	int r = check_range(a, count, offset);
@@ -980,7 +959,12 @@ array_extents(struct raid_array *a, uint32_t count, uint64_t offset,
 		uint64_t run;
 		bool hole;
 
-		piece_extent(a, offset, len, &hole, &run);
+		if (a->cache && cache_unwritten(a->cache, offset, len, &run)) {
+			hole = false;
+		} else {
+			piece_extent(a, offset, a->cache ? run : len, &hole,
+				     &run);
+		}
 		r = add(ctx, offset, run,
 			hole ? RAID_EXTENT_HOLE | RAID_EXTENT_ZERO : 0);
 		offset += run;

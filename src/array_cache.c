@@ -32,6 +32,7 @@
 #include "array.h"
 #include "cache.h"
 #include "cache_log.h"
+#include "io/fault.h"
 #include "log.h"
 #include "member_overlap.h"
 #include "superblock.h"
@@ -275,6 +276,20 @@ array_cache_open(struct raid_array *a, const struct raid_config *cfg)
 	char where[PATH_MAX + 32];
 	int r;
 
+	s.log_fault = fault_log_rules(cfg->faults, cfg->nr_faults, &r);
+	if (r < 0) {
+		return r;
+	}
+	if (s.log_fault && cfg->cache != RAID_CACHE_LOG) {
+		raid_error("fault '%s': ROLE log needs cache=log",
+			   s.log_fault->rules[0].spec);
+		fault_log_free(s.log_fault);
+		return -EINVAL;
+	}
+	if (s.log_fault && a->read_only) {
+		fault_log_free(s.log_fault); /* refused below */
+		s.log_fault = NULL;
+	}
 	if (cfg->cache != RAID_CACHE_LOG && cfg->cache_log &&
 	    (r = log_left_behind(a, cfg)) < 0) {
 		return r;
@@ -287,12 +302,14 @@ array_cache_open(struct raid_array *a, const struct raid_config *cfg)
 	}
 	if (cfg->cache == RAID_CACHE_LOG) {
 		if (!array_uuid(a, s.log_uuid)) {
+			fault_log_free(s.log_fault);
 			raid_error(
 				"cache=log needs md superblocks: the log is bound to the array's UUID, and metadata=none has none (create the array with nbdraid create or mdadm)");
 			return -EINVAL;
 		}
 		r = log_overlap(a, cfg->cache_log);
 		if (r < 0) {
+			fault_log_free(s.log_fault);
 			return r;
 		}
 	}

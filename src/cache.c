@@ -62,6 +62,7 @@
 
 #include "cache.h"
 #include "cache_int.h"
+#include "io/fault.h"
 #include "io/io.h"
 #include "log.h"
 #include "util.h"
@@ -1753,22 +1754,27 @@ cache_zero(struct cache *c, uint64_t count, uint64_t off, uint32_t flags)
 /* ---- write-back -------------------------------------------------------- */
 
 /*
- * Units of a batch: as many as WB_BATCH_BYTES holds, a multiple of
- * WB_DEPTH when it holds that many, so that a batch's last round keeps
- * every stripe writer busy.
+ * Units of a batch: as many as WB_BATCH_BYTES and a quarter of the cache
+ * hold (one at least), a multiple of WB_DEPTH when it holds that many, so
+ * that a batch's last round keeps every stripe writer busy.
  */
 static unsigned
 batch_units(const struct cache *c)
 {
-	unsigned n = (unsigned)MAX(1, WB_BATCH_BYTES / c->unit);
+	uint64_t bytes =
+		MIN(WB_BATCH_BYTES, c->pool.cap * c->block / WB_BATCH_FRACTION);
+	unsigned n = (unsigned)MAX(1, bytes / c->unit);
 
 	return n >= WB_DEPTH ? n - n % WB_DEPTH : n;
 }
 
+/* A batch buffer: the units' data, their gaps read (RAID 5 only: the
+ * other levels write runs, fill_gaps never runs), two masks per unit. */
 static size_t
 batch_bytes(const struct cache *c)
 {
-	return batch_units(c) * (2 * c->unit + 2 * c->words * sizeof(uint64_t));
+	return batch_units(c) * ((c->hold_partial ? 2 : 1) * c->unit +
+				 2 * c->words * sizeof(uint64_t));
 }
 
 static void
@@ -1777,38 +1783,68 @@ batch_init(struct cache *c, struct wb_batch *b, uint8_t *buf)
 	*b = (struct wb_batch){ .max = batch_units(c),
 				.buf = buf,
 				.seq = UINT64_MAX };
-	b->spare = buf + (size_t)b->max * c->unit;
-	b->mask = (uint64_t *)(b->spare + (size_t)b->max * c->unit);
+	b->spare = c->hold_partial ? buf + (size_t)b->max * c->unit : NULL;
+	b->mask = (uint64_t *)(buf + (size_t)b->max * c->unit *
+					     (c->hold_partial ? 2 : 1));
 	b->wmask = b->mask + (size_t)b->max * c->words;
 }
 
-/* A batch buffer: one kept for reuse, or a new one (NULL: no memory). */
+/*
+ * A batch buffer: a free one, a new one while fewer than WB_BUFS exist,
+ * else the next one given back (NULL: no memory).  No caller holds one
+ * while it waits for something a holder waits for: the thread waits for
+ * a third only with its own batches completed, and a drain waits only for
+ * write-backs in flight (whose batches have buffers) and direct
+ * operations (which take none).
+ */
 static uint8_t *
 buf_get(struct cache *c)
 {
 	uint8_t *b = NULL;
+	bool make = false;
 
 	pthread_mutex_lock(&c->buf_lock);
+	while (!c->nr_bufs && c->bufs_made == WB_BUFS) {
+		pthread_cond_wait(&c->buf_free, &c->buf_lock);
+	}
 	if (c->nr_bufs) {
 		b = c->bufs[--c->nr_bufs];
+	} else {
+		make = true;
+		c->bufs_made++;
 	}
 	pthread_mutex_unlock(&c->buf_lock);
-	if (!b && posix_memalign((void **)&b, IO_BUF_ALIGN, batch_bytes(c))) {
+	if (make && posix_memalign((void **)&b, IO_BUF_ALIGN, batch_bytes(c))) {
+		pthread_mutex_lock(&c->buf_lock);
+		c->bufs_made--;
+		pthread_cond_signal(&c->buf_free);
+		pthread_mutex_unlock(&c->buf_lock);
 		b = NULL;
 	}
 	return b;
 }
 
+/* A free batch buffer, or a new one while fewer than WB_BUFS exist;
+ * NULL (at once) when all are in use. */
+static uint8_t *
+buf_try(struct cache *c)
+{
+	bool free_one;
+
+	pthread_mutex_lock(&c->buf_lock);
+	free_one = c->nr_bufs || c->bufs_made < WB_BUFS;
+	pthread_mutex_unlock(&c->buf_lock);
+	return free_one ? buf_get(c) : NULL;
+}
+
+/* Give a batch buffer back (kept until the cache is freed). */
 static void
 buf_put(struct cache *c, uint8_t *b)
 {
 	pthread_mutex_lock(&c->buf_lock);
-	if (c->nr_bufs < WB_BUFS_KEPT) {
-		c->bufs[c->nr_bufs++] = b;
-		b = NULL;
-	}
+	c->bufs[c->nr_bufs++] = b;
+	pthread_cond_signal(&c->buf_free);
 	pthread_mutex_unlock(&c->buf_lock);
-	free(b);
 }
 
 /* Dirty enough to write back now?  (The unit's shard lock held.) */
@@ -1954,16 +1990,23 @@ complete_unit(struct cache *c, struct wb_batch *b, unsigned k, int r)
 
 /* ---- the stripe writers ------------------------------------------------- */
 
-/* Take the next piece, write it, count it (io_lock held, let go across). */
+/*
+ * Take the next piece, write it, count it (io_lock held, let go across).
+ * A piece of a batch that failed already is not written: the whole batch
+ * is dirty again (complete_unit), and a failing device is not kept busy
+ * with the rest of it.
+ */
 static void
 io_take(struct cache *c)
 {
 	struct wb_piece p = c->io_piece[c->io_next++ % c->io_ring];
 	struct io_slot *sl = &c->io_slot[p.slot];
-	int r;
+	int r = sl->err;
 
 	pthread_mutex_unlock(&c->io_lock);
-	r = c->be.write(c->be.ctx, p.buf, p.len, p.off, 0);
+	if (r == 0) {
+		r = c->be.write(c->be.ctx, p.buf, p.len, p.off, 0);
+	}
 	pthread_mutex_lock(&c->io_lock);
 	if (r < 0 && !sl->err) {
 		sl->err = r;
@@ -2442,11 +2485,15 @@ drain(struct cache *c, uint64_t target, bool by_thread)
 	    (r = drain_by_thread(c, target)) != -EAGAIN) {
 		return r;
 	}
-	r = 0;
-	buf = buf_get(c);
+	/* Write-back failing: a drain waiting for another's buffer would
+	 * only meet the same error later (16 FLUSHes, one at a time, each
+	 * sweeping a failing device, took 50 s); say it now. */
+	r = atomic_load(&c->wb_error);
+	buf = r < 0 ? buf_try(c) : buf_get(c);
 	if (!buf) {
-		return -ENOMEM;
+		return r < 0 ? r : -ENOMEM;
 	}
+	r = 0;
 	batch_init(c, &b, buf);
 	for (;;) {
 		uint64_t mark = done_mark(c), start = atomic_load(&c->cursor);
@@ -2502,10 +2549,23 @@ drain(struct cache *c, uint64_t target, bool by_thread)
 	return r;
 }
 
+/*
+ * The newest number a dirty block carries now: RAM mode's count of writes,
+ * or cache=log's last lsn (its blocks carry their records' lsns).  A drain
+ * to it covers every write acknowledged before, none that comes after.
+ */
+static uint64_t
+dirty_mark(struct cache *c)
+{
+	uint64_t t = atomic_load(&c->seq);
+
+	return c->log ? MAX(t, atomic_load(&c->log_last)) : t;
+}
+
 int
 cache_flush(struct cache *c)
 {
-	uint64_t target = atomic_load(&c->seq);
+	uint64_t target = dirty_mark(c);
 	int r;
 
 	note_client(c);
@@ -2540,10 +2600,12 @@ cache_drain(struct cache *c, uint64_t target)
 	return drain(c, target, false);
 }
 
+/* What was dirty when it was asked, as FLUSH: writes that come meanwhile
+ * are not its business, so it ends under any load. */
 int
 cache_drain_all(struct cache *c)
 {
-	int r = drain(c, UINT64_MAX, true);
+	int r = drain(c, dirty_mark(c), true);
 
 	if (r == 0) {
 		r = c->be.flush(c->be.ctx);
@@ -2763,6 +2825,9 @@ cache_start(struct cache *c)
 	c->stop = false;
 	c->rate_ns = now_ns();
 	atomic_store(&c->rate, PI_MIN_RATE);
+	/* The stripe writers first: the write-back thread submits to them
+	 * from its first round (io_acquire reads what io_start sets). */
+	io_start(c);
 	for (unsigned i = 0; i < WB_THREADS; i++) {
 		c->workers[i] = (struct wb_worker){ .c = c, .idx = i };
 		r = pthread_create(&c->workers[i].thread, NULL, wb_main,
@@ -2778,7 +2843,6 @@ cache_start(struct cache *c)
 		}
 	}
 	c->nr_workers = WB_THREADS;
-	io_start(c);
 	atomic_store(&c->fill_stop, false);
 	c->fill_running =
 		pthread_create(&c->fill_thread, NULL, fill_main, c) == 0;
@@ -2816,34 +2880,28 @@ cache_stop(struct cache *c)
 
 /* ---- extents, status --------------------------------------------------- */
 
-int
-cache_extent(struct cache *c, uint64_t off, uint64_t len, uint32_t type,
-	     int (*add)(void *ctx, uint64_t off, uint64_t len, uint32_t type),
-	     void *ctx)
+bool
+cache_unwritten(struct cache *c, uint64_t off, uint64_t len, uint64_t *run)
 {
-	uint64_t end = off + len, u1 = (end - 1) / c->unit + 1;
-	int r = 0;
+	uint64_t end = off + len, u = off / c->unit, at;
+	uint64_t u1 = (end - 1) / c->unit + 1;
+	/* Acquire: a unit seen clean had its write-back on the device
+	 * before the bit cleared, so the device's answer after this has it. */
+	bool d = (atomic_load_explicit(&c->unclean[u / 64],
+				       memory_order_acquire) >>
+		  (u % 64)) &
+		 1;
 
-	if (!len || !(type & RAID_EXTENT_HOLE)) {
-		return add(ctx, off, len, type);
-	}
-	for (uint64_t u = off / c->unit;
-	     r == 0 && (u = abit_next(c->unclean, u, u1)) < u1; u++) {
-		uint64_t lo = MAX(off, u * c->unit);
-		uint64_t hi = MIN(end, (u + 1) * c->unit);
-
-		if (lo > off) {
-			r = add(ctx, off, lo - off, type);
+	if (!d) {
+		u = abit_next(c->unclean, u, u1);
+	} else {
+		while (u < u1 && abit_test(c->unclean, u)) {
+			u++;
 		}
-		if (r == 0) {
-			r = add(ctx, lo, hi - lo, 0);
-		}
-		off = hi;
 	}
-	if (r == 0 && off < end) {
-		r = add(ctx, off, end - off, type);
-	}
-	return r;
+	at = MIN(end, u * c->unit);
+	*run = MAX(at, off + 1) - off;
+	return d;
 }
 
 void
@@ -2909,6 +2967,7 @@ cache_free(struct cache *c)
 		free(c->bufs[--c->nr_bufs]);
 	}
 	pthread_mutex_destroy(&c->buf_lock);
+	pthread_cond_destroy(&c->buf_free);
 	pthread_mutex_destroy(&c->wb_lock);
 	pthread_mutex_destroy(&c->io_lock);
 	pthread_cond_destroy(&c->io_more);
@@ -2942,6 +3001,7 @@ cache_init_locks(struct cache *c)
 	pthread_mutex_init(&c->seq_lock, NULL);
 	pthread_mutex_init(&c->dop_lock, NULL);
 	pthread_mutex_init(&c->buf_lock, NULL);
+	pthread_cond_init(&c->buf_free, NULL);
 	pthread_mutex_init(&c->wb_lock, NULL);
 	pthread_mutex_init(&c->io_lock, NULL);
 	pthread_cond_init(&c->io_more, NULL);
@@ -2984,12 +3044,9 @@ cache_open(const struct cache_backing *be, const struct cache_geometry *g,
 	uint64_t pages = cache_pages(g, s->size_bytes), words;
 
 	*out = NULL;
-	if (!pages) {
-		return -EINVAL;
-	}
-	c = calloc(1, sizeof(*c));
-	if (!c) {
-		return -ENOMEM;
+	if (!pages || !(c = calloc(1, sizeof(*c)))) {
+		fault_log_free(s->log_fault);
+		return pages ? -ENOMEM : -EINVAL;
 	}
 	c->be = *be;
 	c->size = g->size;
@@ -3016,6 +3073,7 @@ cache_open(const struct cache_backing *be, const struct cache_geometry *g,
 	c->unclean = calloc(words, sizeof(*c->unclean));
 	c->pool.free_pages = malloc(pages * sizeof(*c->pool.free_pages));
 	if (!c->bucket || !c->present || !c->unclean || !c->pool.free_pages) {
+		fault_log_free(s->log_fault);
 		cache_free(c);
 		return -ENOMEM;
 	}

@@ -33,6 +33,7 @@
 #define CACHE_UNIT_PLAIN (256ull << 10) /* RAID 0/1/10: the unit, at least */
 
 struct cache;
+struct fault;
 
 struct cache_backing {
 	void *ctx;
@@ -61,10 +62,11 @@ struct cache_settings {
 	uint64_t size_bytes;
 	uint64_t seq_cutoff; /* 0: never bypass */
 	unsigned hold_ms;
-	uint64_t readahead;   /* the largest read-ahead window; 0: none */
-	const char *log_path; /* cache=log */
-	uint8_t log_uuid[16]; /* the array the log is bound to */
-	bool log_force;	      /* format over another array's log */
+	uint64_t readahead;	 /* the largest read-ahead window; 0: none */
+	const char *log_path;	 /* cache=log */
+	uint8_t log_uuid[16];	 /* the array the log is bound to */
+	bool log_force;		 /* format over another array's log */
+	struct fault *log_fault; /* fault=log: rules (the cache takes them) */
 };
 
 /*
@@ -102,19 +104,23 @@ int cache_zero(struct cache *c, uint64_t count, uint64_t off, uint32_t flags);
 int cache_flush(struct cache *c);
 
 /*
- * The device said [off, off+len) is a hole: the parts of it the cache
- * holds unwritten data for are data.  Calls add() for [off, off+len) in
- * pieces, in order.
+ * Block status (NBD_CMD_BLOCK_STATUS) over the cache: from off (len > 0),
+ * *run bytes all in units holding data not yet on the device (true: data,
+ * whatever the device says), or all in units holding none (false: the
+ * device's answer stands, if it is asked after this call).  Asked before
+ * the device, so that one view answers: a unit holding nothing unwritten
+ * now has every acknowledged write on the device already; asked after, a
+ * write-back finishing in between made a hole of acknowledged data.
  */
-int cache_extent(struct cache *c, uint64_t off, uint64_t len, uint32_t type,
-		 int (*add)(void *ctx, uint64_t off, uint64_t len,
-			    uint32_t type),
-		 void *ctx);
+bool cache_unwritten(struct cache *c, uint64_t off, uint64_t len,
+		     uint64_t *run);
 
 void cache_status(struct cache *c, struct raid_cache_status *st);
 
-/* Write back everything, flush the device, and (cache=log) retire the
- * log to empty: `nbdraid --control PATH cache flush`. */
+/* Write back everything dirty when it is called (as cache_flush: writes
+ * that come meanwhile wait for the next), flush the device, and
+ * (cache=log) retire what that put on it: `nbdraid --control PATH cache
+ * flush`. */
 int cache_drain_all(struct cache *c);
 
 /* Bytes dirty now (written back not yet, or being written). */

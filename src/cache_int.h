@@ -34,21 +34,30 @@
  * order: one stream per member.  The batch's thread only queues them (and
  * the next batch behind them: IO_SLOTS).
  */
-#define WB_DEPTH	 4
-#define WB_BUFS_KEPT	 4	       /* batch buffers kept for reuse */
-#define IO_SLOTS	 2	       /* batches in flight at once */
-#define IDLE_NS		 200000000ull  /* clients quiet this long: idle */
-#define POLL_NS		 100000000ull  /* the thread looks this often */
-#define RATE_UPDATE_NS	 1000000000ull /* the PI controller's period */
-#define PI_TARGET_PCT	 10	       /* dirty bytes aimed at, of the size */
-#define PI_P_TERM_S	 40	       /* P: the excess over this many s */
-#define PI_I_TERM_S2	 10000	       /* I: the integral over this */
-#define PI_MIN_RATE	 (64ull << 10) /* bytes/s at least */
-#define PRESSURE_PCT	 75	       /* dirty above this: full speed */
-#define ERROR_BACKOFF_NS 1000000000ull /* after a failed write-back */
-#define STREAMS		 16	       /* sequential streams remembered */
-#define STREAM_WINDOW	 16	       /* requests of reordering tolerated */
-#define BYPASS_FRACTION	 4	       /* bigger than size/this: bypass */
+#define WB_DEPTH 4
+/*
+ * Batch buffers, at most: the thread's two (IO_SLOTS) and one for a drain
+ * writing back by itself (cache=log making room, a failed log's drain,
+ * close, a FLUSH while write-back fails, a writer without the thread);
+ * a drain finding all in use waits for one.  A batch is at most
+ * WB_BATCH_BYTES and a quarter of the cache: with its gap buffer (RAID
+ * 5), the three cost at most 1.5 x cache-size (docs/cache.md, "Memory").
+ */
+#define WB_BUFS		  (IO_SLOTS + 1)
+#define WB_BATCH_FRACTION 4
+#define IO_SLOTS	  2		/* batches in flight at once */
+#define IDLE_NS		  200000000ull	/* clients quiet this long: idle */
+#define POLL_NS		  100000000ull	/* the thread looks this often */
+#define RATE_UPDATE_NS	  1000000000ull /* the PI controller's period */
+#define PI_TARGET_PCT	  10		/* dirty bytes aimed at, of the size */
+#define PI_P_TERM_S	  40		/* P: the excess over this many s */
+#define PI_I_TERM_S2	  10000		/* I: the integral over this */
+#define PI_MIN_RATE	  (64ull << 10) /* bytes/s at least */
+#define PRESSURE_PCT	  75		/* dirty above this: full speed */
+#define ERROR_BACKOFF_NS  1000000000ull /* after a failed write-back */
+#define STREAMS		  16		/* sequential streams remembered */
+#define STREAM_WINDOW	  16		/* requests of reordering tolerated */
+#define BYPASS_FRACTION	  4		/* bigger than size/this: bypass */
 
 /* Read-ahead (cache_readahead.c). */
 #define RA_QUEUE     8		  /* windows queued, at most */
@@ -201,10 +210,15 @@ struct cache {
 	struct stream streams[STREAMS];
 	uint64_t stream_clock;
 
-	/* buf_lock guards bufs[] (batch buffers for reuse).  A leaf. */
+	/*
+	 * buf_lock guards bufs[] (batch buffers not in use), nr_bufs and
+	 * bufs_made (allocated, at most WB_BUFS); with buf_free, callers
+	 * waiting for one.  A leaf.
+	 */
 	pthread_mutex_t buf_lock;
-	uint8_t *bufs[WB_BUFS_KEPT];
-	unsigned nr_bufs;
+	pthread_cond_t buf_free;
+	uint8_t *bufs[WB_BUFS];
+	unsigned nr_bufs, bufs_made;
 
 	/*
 	 * wb_lock guards stop and kick; with wb_wake, the thread's sleep.
@@ -343,6 +357,9 @@ struct cache {
 enum lm_state {
 	LM_ON,	    /* every write, zero and trim gets a record */
 	LM_FAILING, /* the log failed: draining; requests wait */
+	LM_BROKEN,  /* the log failed and the drain too: what it held is not
+		       yet on the flushed device; every write, zero, trim and
+		       FLUSH drains again first, and fails while that fails */
 	LM_OFF,	    /* write-through, the log empty (failed or asked) */
 };
 

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "cache_log_int.h"
+#include "io/fault.h"
 #include "io/io.h"
 #include "util.h"
 
@@ -100,6 +101,13 @@ clog_open(const char *path, const uint8_t uuid[16], uint64_t array_size,
 	/* Every seq below the lease may have been used: continue past it. */
 	l->next_seq = h.seq_limit;
 	h.seq_limit += MAX(clog_seq_lease, 2);
+	if (h.seq_limit > CLOG_SEQ_MAX) {
+		r = clog_fail(why, wl, -EINVAL,
+			      "%s: seq_limit %llu: no sequence numbers left "
+			      "below 2^62 (a damaged or crafted header)",
+			      path, (unsigned long long)l->next_seq);
+		goto err;
+	}
 	h.array_size = array_size;
 	if ((r = clog_hdr_write(l, &h)) < 0) {
 		r = clog_fail(why, wl, r, "%s: write header: %s", path,
@@ -113,6 +121,12 @@ clog_open(const char *path, const uint8_t uuid[16], uint64_t array_size,
 err:
 	clog_free(l);
 	return r;
+}
+
+void
+clog_set_fault(struct clog *l, struct fault *f)
+{
+	l->fault = f;
 }
 
 void
@@ -160,6 +174,11 @@ lease_extend(struct clog *l)
 	h.seq_limit = l->seq_limit + MAX(clog_seq_lease, 2);
 	if (l->next_seq + 2 <= l->seq_limit) {
 		h.seq_limit = 0; /* another did it */
+	} else if (h.seq_limit > CLOG_SEQ_MAX) {
+		/* 2^42 opens or records: never, but never a loop either. */
+		h.seq_limit = 0;
+		r = -EOVERFLOW;
+		l->error = l->error ? l->error : r;
 	}
 	pthread_mutex_unlock(&l->lock);
 	if (h.seq_limit) {
@@ -230,6 +249,10 @@ rec_write(struct clog *l, const struct clog_ent *e, uint64_t offset,
 		iov[n++] = (struct iovec){ bounce, padded };
 	}
 	r = clog_fault_hook ? clog_fault_hook(l, false) : 0;
+	if (r == 0 && l->fault) {
+		r = fault_log_decide(l->fault, l->path, true, e->pos,
+				     clog_rec_size(e->type, len));
+	}
 	if (r == 0) {
 		r = clog_pwritev_all(l->fd, iov, n, e->pos);
 	}
@@ -327,6 +350,9 @@ clog_sync(struct clog *l, uint64_t lsn)
 			clog_sync_hook(l);
 		}
 		r = clog_fault_hook ? clog_fault_hook(l, true) : 0;
+		if (r == 0 && l->fault) {
+			r = fault_log_decide(l->fault, l->path, false, 0, 0);
+		}
 		if (r == 0) {
 			r = fdatasync(l->fd) < 0 ? -errno : 0;
 		}
@@ -419,6 +445,11 @@ clog_replay(struct clog *l, int (*fn)(void *ctx, const struct clog_rec *r),
 		r = fn(ctx, &rec);
 		count++;
 	}
+	/* The records' buffer (up to CLOG_MAX_LEN) is not kept for the
+	 * log's life: the next scan or replay allocates it again. */
+	free(l->buf);
+	l->buf = NULL;
+	l->buf_len = 0;
 	return r < 0 ? r : count;
 }
 

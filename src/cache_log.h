@@ -122,6 +122,13 @@ void clog_space(struct clog *l, uint64_t *used, uint64_t *total);
 /* The longest record this log takes: min(CLOG_MAX_LEN, about half of it). */
 uint32_t clog_max_len(struct clog *l);
 
+/*
+ * fault=log: rules applied to every record write, header write and sync
+ * from now on (io/fault.h; the log takes them, frees them at close).
+ */
+struct fault;
+void clog_set_fault(struct clog *l, struct fault *f);
+
 /* Close; records not retired stay for the next open to find. */
 void clog_close(struct clog *l);
 

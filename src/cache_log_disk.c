@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "cache_log_int.h"
+#include "io/fault.h"
 #include "member.h"
 #include "util.h"
 
@@ -138,22 +139,87 @@ hdr_encode(const struct clog_hdr *h, uint8_t *b)
 	put32(b + H_CRC, crc_of(b, NULL, 0));
 }
 
-/* 0, -ENOENT (no magic: no header), -EINVAL (damaged, why says). */
+/* A field of slot `slot` out of range: -EINVAL, why naming both. */
 static int
-hdr_decode(const uint8_t *b, struct clog_hdr *h, const char **bad)
+hdr_bad(char *why, size_t wl, unsigned slot, const char *field, uint64_t v,
+	const char *reason)
+{
+	return clog_fail(why, wl, -EINVAL, "header slot %u: %s %llu: %s", slot,
+			 field, (unsigned long long)v, reason);
+}
+
+/*
+ * Every field of a header whose checksum is good, against the format and
+ * each other (docs/cache.md, "The header"): a slot with a good checksum
+ * was written whole, so a bad field is damage or a crafted file, never a
+ * torn write.  0 or -EINVAL (why: the slot, the field, the reason).
+ */
+static int
+hdr_check(const uint8_t *b, const struct clog_hdr *h, unsigned slot, char *why,
+	  size_t wl)
+{
+	if (get32(b + H_VERSION) != LOG_VERSION) {
+		return hdr_bad(why, wl, slot, "version", get32(b + H_VERSION),
+			       "not 1 (a newer nbdraid?)");
+	}
+	if (get32(b + H_BLOCK) != CLOG_BLOCK) {
+		return hdr_bad(why, wl, slot, "block", get32(b + H_BLOCK),
+			       "not 4096");
+	}
+	if (!all_zero(b + H_RESERVED, HDR_BYTES - H_RESERVED)) {
+		return clog_fail(why, wl, -EINVAL,
+				 "header slot %u: reserved bytes 112..127 "
+				 "not zero (a newer nbdraid?)",
+				 slot);
+	}
+	if (h->gen > CLOG_GEN_MAX || h->gen % 2 != slot) {
+		return hdr_bad(why, wl, slot, "generation", h->gen,
+			       h->gen > CLOG_GEN_MAX
+				       ? "past 2^62 (one per header write)"
+				       : "written to the other slot "
+					 "(generation g goes to slot g % 2)");
+	}
+	if (h->log_bytes < CLOG_MIN_BYTES || h->log_bytes > CLOG_MAX_BYTES ||
+	    !IS_ALIGNED(h->log_bytes, CLOG_BLOCK)) {
+		return hdr_bad(why, wl, slot, "log_bytes", h->log_bytes,
+			       "not a multiple of 4096 from 1 MiB to 2^62");
+	}
+	if (!h->array_size || h->array_size > CLOG_MAX_BYTES) {
+		return hdr_bad(why, wl, slot, "array_size", h->array_size,
+			       "not from 1 to 2^62");
+	}
+	if (h->tail < AREA_START || h->tail >= h->log_bytes ||
+	    !IS_ALIGNED(h->tail, CLOG_BLOCK)) {
+		return hdr_bad(why, wl, slot, "tail", h->tail,
+			       "outside the record area, or not a multiple "
+			       "of 4096");
+	}
+	if (!h->seq_limit || h->seq_limit > CLOG_SEQ_MAX) {
+		return hdr_bad(why, wl, slot, "seq_limit", h->seq_limit,
+			       "not from 1 to 2^62 (each open leases 2^20: no "
+			       "log gets near it)");
+	}
+	if (h->tail_prev >= h->seq_limit) {
+		return hdr_bad(why, wl, slot, "tail_prev", h->tail_prev,
+			       "not below seq_limit");
+	}
+	return 0;
+}
+
+/*
+ * 0, -ENOENT (no magic: no header), 1 (a bad checksum: torn, bad says),
+ * -EINVAL (a good checksum over a bad field: why says).
+ */
+static int
+hdr_decode(const uint8_t *b, unsigned slot, struct clog_hdr *h,
+	   const char **bad, char *why, size_t wl)
 {
 	if (get32(b + H_MAGIC) != LOG_MAGIC) {
 		return -ENOENT;
 	}
-	*bad = "bad checksum";
 	if (get32(b + H_CRC) != crc_of(b, NULL, 0)) {
-		return -EINVAL;
-	}
-	*bad = "unknown version or reserved bytes set (a newer nbdraid?)";
-	if (get32(b + H_VERSION) != LOG_VERSION ||
-	    get32(b + H_BLOCK) != CLOG_BLOCK ||
-	    !all_zero(b + H_RESERVED, HDR_BYTES - H_RESERVED)) {
-		return -EINVAL;
+		*bad = "bad checksum";
+		return 1;
 	}
 	memcpy(h->array_uuid, b + H_ARRAY_UUID, 16);
 	memcpy(h->log_uuid, b + H_LOG_UUID, 16);
@@ -165,14 +231,35 @@ hdr_decode(const uint8_t *b, struct clog_hdr *h, const char **bad)
 	h->seq_limit = get64(b + H_SEQ_LIMIT);
 	h->ctime = get64(b + H_CTIME);
 	h->utime = get64(b + H_UTIME);
-	*bad = "log size or checkpoint out of range";
-	if (h->log_bytes < CLOG_MIN_BYTES ||
-	    !IS_ALIGNED(h->log_bytes, CLOG_BLOCK) || h->tail < AREA_START ||
-	    h->tail >= h->log_bytes || !IS_ALIGNED(h->tail, CLOG_BLOCK) ||
-	    h->tail_prev >= h->seq_limit) {
-		return -EINVAL;
+	return hdr_check(b, h, slot, why, wl);
+}
+
+/*
+ * Two valid slots are two consecutive writes of one log: the same log,
+ * array and size, generations one apart.  0 or -EINVAL (why).
+ */
+static int
+hdr_pair_check(const struct clog_hdr *s, char *why, size_t wl)
+{
+	const char *what = NULL;
+
+	if (memcmp(s[0].log_uuid, s[1].log_uuid, 16) != 0) {
+		what = "log_uuid";
+	} else if (memcmp(s[0].array_uuid, s[1].array_uuid, 16) != 0) {
+		what = "array_uuid";
+	} else if (s[0].log_bytes != s[1].log_bytes) {
+		what = "log_bytes";
+	} else if (s[0].gen + 1 != s[1].gen && s[1].gen + 1 != s[0].gen) {
+		what = "generation";
 	}
-	return 0;
+	if (!what) {
+		return 0;
+	}
+	return clog_fail(why, wl, -EINVAL,
+			 "header slots 0 and 1 differ in %s (generations "
+			 "%llu and %llu): not two writes of one log",
+			 what, (unsigned long long)s[0].gen,
+			 (unsigned long long)s[1].gen);
 }
 
 void
@@ -350,14 +437,18 @@ buf_reserve(struct clog *l, size_t len)
 
 /*
  * The newer valid header slot: 0, -ENOENT (neither slot has the magic),
- * -EINVAL (why: the magic, but no valid slot), or an I/O error.
+ * -EINVAL (why: the magic, but no valid slot; or a slot with a good
+ * checksum and a bad field, or two that do not belong together), or an
+ * I/O error.  A slot with a bad checksum is a torn write: the other one
+ * is used.
  */
 static int
 hdr_read(struct clog *l, struct clog_hdr *h, unsigned *slot, bool *both,
 	 char *why, size_t wl)
 {
 	struct clog_hdr s[2];
-	const char *bad = "";
+	const char *bad = "bad checksum";
+	char msg[256];
 	int r, rs[2];
 
 	if ((r = buf_reserve(l, 2 * CLOG_BLOCK)) < 0 ||
@@ -366,21 +457,31 @@ hdr_read(struct clog *l, struct clog_hdr *h, unsigned *slot, bool *both,
 				 strerror(-r));
 	}
 	for (unsigned i = 0; i < 2; i++) {
-		rs[i] = hdr_decode((uint8_t *)l->buf + i * CLOG_BLOCK, &s[i],
-				   &bad);
+		rs[i] = hdr_decode((uint8_t *)l->buf + i * CLOG_BLOCK, i, &s[i],
+				   &bad, msg, sizeof(msg));
+		if (rs[i] == -EINVAL) {
+			return clog_fail(why, wl, -EINVAL,
+					 "%s: damaged cache log header: %s",
+					 l->path, msg);
+		}
 	}
 	if (rs[0] == -ENOENT && rs[1] == -ENOENT) {
 		return clog_fail(why, wl, -ENOENT,
 				 "%s: not an nbdraid cache log (no log header)",
 				 l->path);
 	}
-	if (rs[0] < 0 && rs[1] < 0) {
+	if (rs[0] != 0 && rs[1] != 0) {
 		return clog_fail(
 			why, wl, -EINVAL,
 			"%s: damaged cache log header (both copies: %s)",
 			l->path, bad);
 	}
-	*slot = rs[0] < 0 || (rs[1] == 0 && s[1].gen > s[0].gen);
+	if (rs[0] == 0 && rs[1] == 0 && hdr_pair_check(s, msg, sizeof(msg))) {
+		return clog_fail(why, wl, -EINVAL,
+				 "%s: damaged cache log header: %s", l->path,
+				 msg);
+	}
+	*slot = rs[0] != 0 || (rs[1] == 0 && s[1].gen > s[0].gen);
 	*both = rs[0] == 0 && rs[1] == 0;
 	*h = s[*slot];
 	return 0;
@@ -394,10 +495,21 @@ clog_hdr_write(struct clog *l, struct clog_hdr *h)
 	struct iovec iov = { b, CLOG_BLOCK };
 	int r;
 
+	if (l->hdr.gen >= CLOG_GEN_MAX) {
+		return -EOVERFLOW; /* never written: unreadable past it */
+	}
 	h->gen = l->hdr.gen + 1;
 	h->utime = time(NULL);
 	hdr_encode(h, b);
-	r = clog_pwritev_all(l->fd, &iov, 1, (h->gen % 2) * CLOG_BLOCK);
+	r = l->fault ? fault_log_decide(l->fault, l->path, true,
+					(h->gen % 2) * CLOG_BLOCK, CLOG_BLOCK)
+		     : 0;
+	if (r == 0) {
+		r = clog_pwritev_all(l->fd, &iov, 1, (h->gen % 2) * CLOG_BLOCK);
+	}
+	if (r == 0 && l->fault) {
+		r = fault_log_decide(l->fault, l->path, false, 0, 0);
+	}
 	if (r == 0 && fdatasync(l->fd) < 0) {
 		r = -errno;
 	}
@@ -424,7 +536,8 @@ clog_rec_read(struct clog *l, const struct clog_hdr *h, uint64_t pos,
 	uint64_t room = h->log_bytes - pos;
 	int r;
 
-	if ((r = pread_all(l->fd, l->buf, CLOG_BLOCK, pos)) < 0) {
+	if ((r = buf_reserve(l, CLOG_BLOCK)) < 0 ||
+	    (r = pread_all(l->fd, l->buf, CLOG_BLOCK, pos)) < 0) {
 		return r;
 	}
 	b = l->buf;
@@ -522,6 +635,7 @@ clog_free(struct clog *l)
 	pthread_cond_destroy(&l->cond);
 	pthread_mutex_destroy(&l->lock);
 	pthread_mutex_destroy(&l->hdr_lock);
+	fault_log_free(l->fault);
 	free(l->ring);
 	free(l->buf);
 	free(l->path);

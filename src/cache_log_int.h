@@ -20,6 +20,15 @@
 #define HDR_BYTES   128 /* encoded; the rest of its block is zeros */
 #define AREA_START  (2 * CLOG_BLOCK)
 #define CLOG_SKIP   4 /* a record padding the area to its end */
+/*
+ * Bounds a header's numbers never reach (checked at open, so that the
+ * arithmetic on them never wraps): sequence numbers (each open leases
+ * 2^20, a record takes one), header generations (one per write), and
+ * byte sizes.
+ */
+#define CLOG_SEQ_MAX   (1ull << 62)
+#define CLOG_GEN_MAX   (1ull << 62)
+#define CLOG_MAX_BYTES (1ull << 62)
 
 struct clog_hdr {
 	uint8_t array_uuid[16], log_uuid[16];
@@ -43,6 +52,7 @@ struct clog {
 	uint64_t found;	     /* ring[0, found): the records open found */
 	uint64_t array_size; /* constant after open, like log_uuid */
 	uint8_t log_uuid[16];
+	struct fault *fault; /* fault=log's rules, or NULL; set once */
 
 	/* Guards hdr and header writes: one at a time (retire, lease). */
 	pthread_mutex_t hdr_lock;

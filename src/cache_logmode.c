@@ -30,7 +30,11 @@
  *     may be replayed over it: when the log fails, requests wait while
  *     the cache drains, the device is flushed and the log retired to
  *     empty; then the cache is write-through (as cache-mode=writethrough)
- *     and appends nothing.
+ *     and appends nothing.  If that drain fails (the device fails too),
+ *     acknowledged data may be in neither a working log nor on the
+ *     device: every write, zero, trim and FLUSH drains again first, and
+ *     fails with the drain's error while it fails (LM_BROKEN), so no
+ *     FLUSH says yes then and nothing unlogged passes a record.
  *
  * A request holds retire back (its floor) only from just before it
  * appends a record until the cache holds the record's data: not while it
@@ -49,6 +53,7 @@
 
 #include "cache_int.h"
 #include "cache_log.h"
+#include "io/fault.h"
 #include "log.h"
 #include "util.h"
 
@@ -221,37 +226,44 @@ make_space(struct cache *c)
 /* ---- failure: write-through, the log emptied --------------------------- */
 
 /*
- * The log failed (err): drain the cache, flush the device, retire every
- * record, then write-through.  Requests wait meanwhile (lm_on).  Returns
- * how the drain went: 0 when the device holds everything acknowledged.
+ * The log failed (err), or failed before and its drain too (LM_BROKEN,
+ * err 0): drain the cache, flush the device, retire every record, then
+ * write-through (LM_OFF); if any of that fails, LM_BROKEN, and the next
+ * request tries again.  Requests wait meanwhile (lm_route); one drains,
+ * the others take its result.  Returns how the drain went: 0 when the
+ * device holds everything acknowledged and the log is empty.
  */
 static int
 lm_fail(struct cache *c, int err)
 {
-	bool leader = false;
-	int r;
+	bool first;
+	int st, r;
 
 	pthread_mutex_lock(&c->log_lock);
-	if (atomic_load(&c->log_state) == LM_ON) {
-		atomic_store(&c->log_state, LM_FAILING);
-		c->log_error = err;
-		leader = true;
-		pthread_cond_broadcast(&c->log_cond); /* space waiters */
-	}
-	while (leader && c->pend) {
-		log_wait(c, SPACE_WAIT_NS);
-	}
-	while (!leader && atomic_load(&c->log_state) == LM_FAILING) {
-		log_wait(c, SPACE_WAIT_NS);
-	}
-	r = c->fail_r;
-	pthread_mutex_unlock(&c->log_lock);
-	if (!leader) {
+	st = atomic_load(&c->log_state);
+	if (st == LM_FAILING || st == LM_OFF) {
+		while (atomic_load(&c->log_state) == LM_FAILING) {
+			log_wait(c, SPACE_WAIT_NS);
+		}
+		r = atomic_load(&c->log_state) == LM_OFF ? 0 : c->fail_r;
+		pthread_mutex_unlock(&c->log_lock);
 		return r;
 	}
-	raid_error(
-		"cache: the log %s failed (%s): the cache is write-through from now on; writing back what it holds",
-		c->log_path, strerror(-err));
+	first = st == LM_ON;
+	if (first) {
+		c->log_error = err;
+	}
+	atomic_store(&c->log_state, LM_FAILING);
+	pthread_cond_broadcast(&c->log_cond); /* space waiters */
+	while (c->pend) {
+		log_wait(c, SPACE_WAIT_NS);
+	}
+	pthread_mutex_unlock(&c->log_lock);
+	if (first) {
+		raid_error(
+			"cache: the log %s failed (%s): the cache is write-through from now on; writing back what it holds",
+			c->log_path, strerror(-err));
+	}
 	atomic_store(&c->writethrough, true);
 	r = cache_drain(c, UINT64_MAX);
 	pthread_mutex_lock(&c->retire_lock);
@@ -259,10 +271,14 @@ lm_fail(struct cache *c, int err)
 		r = retire_upto(c, CLOG_ALL);
 	}
 	pthread_mutex_unlock(&c->retire_lock);
-	if (r < 0) {
+	if (r < 0 && first) {
 		raid_error(
-			"cache: after the log %s failed, the cache could not be written back and the log emptied (%s): the log may hold records older than the members; do not use it again before formatting it (force=true)",
+			"cache: after the log %s failed, the cache could not be written back and the log emptied (%s): writes, zeros, trims and FLUSHes fail until that succeeds (each tries again); reads go on",
 			c->log_path, strerror(-r));
+	} else if (r < 0) {
+		raid_debug("cache: the log %s: written back and emptied not "
+			   "yet: %s",
+			   c->log_path, strerror(-r));
 	} else {
 		raid_error(
 			"cache: written back, members flushed, the log %s emptied: write-through",
@@ -270,24 +286,40 @@ lm_fail(struct cache *c, int err)
 	}
 	pthread_mutex_lock(&c->log_lock);
 	c->fail_r = r;
-	atomic_store(&c->log_state, LM_OFF);
+	atomic_store(&c->log_state, r < 0 ? LM_BROKEN : LM_OFF);
 	pthread_cond_broadcast(&c->log_cond);
 	pthread_mutex_unlock(&c->log_lock);
 	return r;
 }
 
-/* Wait while a failed log drains; true while the log is on. */
-static bool
-lm_on(struct cache *c)
+/*
+ * Where a request goes, once a failed log's drain (if one runs) is over:
+ * 0 the log is on; LM_PASS the cache does it write-through (the log is
+ * off and empty); -errno the log failed and what it held is neither in a
+ * working log nor on the flushed device (LM_BROKEN: drained again now,
+ * and still so).  Nothing may then reach the device unlogged (an older
+ * record would be replayed over it) nor a FLUSH say yes.
+ */
+static int
+lm_route(struct cache *c)
 {
-	if (atomic_load(&c->log_state) == LM_FAILING) {
+	int st = atomic_load(&c->log_state), r;
+
+	if (st == LM_FAILING) {
 		pthread_mutex_lock(&c->log_lock);
-		while (atomic_load(&c->log_state) == LM_FAILING) {
+		while ((st = atomic_load(&c->log_state)) == LM_FAILING) {
 			log_wait(c, SPACE_WAIT_NS);
 		}
 		pthread_mutex_unlock(&c->log_lock);
 	}
-	return atomic_load(&c->log_state) == LM_ON;
+	if (st == LM_ON) {
+		return 0;
+	}
+	if (st == LM_OFF) {
+		return LM_PASS;
+	}
+	r = lm_fail(c, 0);
+	return r < 0 ? r : LM_PASS;
 }
 
 /* ---- append ------------------------------------------------------------ */
@@ -375,21 +407,23 @@ sync_fua(struct cache *c, uint64_t lsn)
 
 /*
  * A request's start: the order lock over its blocks [off, end), then its
- * place in pend.  false (nothing held) when the log is not on: after a
- * failed log's drain, the cache does it as without a log.
+ * place in pend: 0.  When the log is not on, nothing held and lm_route's
+ * answer: LM_PASS (the cache does it as without a log) or -errno.
  */
-static bool
+static int
 request_start(struct cache *c, struct range_req *rr, struct lm_pend *pd,
 	      uint64_t off, uint64_t end)
 {
 	range_lock(&c->order, rr, ROUND_DOWN(off, c->block),
 		   ROUND_UP(end, c->block), true);
 	if (!pend_enter(c, pd)) {
+		int r;
+
 		range_unlock(&c->order, rr);
-		lm_on(c);
-		return false;
+		r = lm_route(c); /* not LM_ON: never 0 */
+		return r ? r : LM_PASS;
 	}
-	return true;
+	return 0;
 }
 
 static void
@@ -408,14 +442,14 @@ lm_pwrite(struct cache *c, const void *buf, uint64_t count, uint64_t off,
 	struct range_req rr;
 	struct lm_pend pd;
 	bool bypass;
-	int r = 0, lr = 0;
+	int r = lm_route(c), lr = 0;
 
-	if (!lm_on(c)) {
-		return LM_PASS;
+	if (r) {
+		return r;
 	}
 	max = ROUND_DOWN(clog_max_len(c->log), c->block);
-	if (!request_start(c, &rr, &pd, off, end)) {
-		return LM_PASS;
+	if ((r = request_start(c, &rr, &pd, off, end))) {
+		return r;
 	}
 	bypass = cache_bypass_range(c, off, count, &lo, &hi);
 	for (uint64_t at = off; at < end && r == 0;) {
@@ -466,11 +500,11 @@ lm_trim_or_zero(struct cache *c, enum dop op, uint64_t count, uint64_t off,
 	struct lm_pend pd;
 	int r, lr = 0;
 
-	if (!count || !lm_on(c)) {
-		return count ? LM_PASS : 0;
+	if (!count) {
+		return 0;
 	}
-	if (!request_start(c, &rr, &pd, off, end)) {
-		return LM_PASS;
+	if ((r = lm_route(c)) || (r = request_start(c, &rr, &pd, off, end))) {
+		return r;
 	}
 	/*
 	 * Blocks it would leave dirty carry its floor, no higher than its
@@ -498,10 +532,10 @@ lm_trim_or_zero(struct cache *c, enum dop op, uint64_t count, uint64_t off,
 int
 lm_flush(struct cache *c)
 {
-	int r;
+	int r = lm_route(c);
 
-	if (!lm_on(c)) {
-		return LM_PASS;
+	if (r) {
+		return r;
 	}
 	r = clog_sync(c->log, CLOG_ALL);
 	if (r < 0) {
@@ -641,15 +675,17 @@ lm_open(struct cache *c, const struct cache_settings *s)
 	int r;
 
 	c->log_path = strdup(s->log_path);
-	if (!c->log_path) {
-		return -ENOMEM;
-	}
-	r = clog_open(s->log_path, s->log_uuid, c->size, true, s->log_force,
-		      &c->log, why, sizeof(why));
+	r = c->log_path ? clog_open(s->log_path, s->log_uuid, c->size, true,
+				    s->log_force, &c->log, why, sizeof(why))
+			: -ENOMEM;
 	if (r < 0) {
-		raid_error("cache-log: %s", why);
+		fault_log_free(s->log_fault);
+		if (c->log_path) {
+			raid_error("cache-log: %s", why);
+		}
 		return r;
 	}
+	clog_set_fault(c->log, s->log_fault);
 	r = replay(c);
 	if (r < 0) {
 		clog_close(c->log);

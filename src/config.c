@@ -566,8 +566,9 @@ static const struct option options[] = {
 	  "Run PROGRAM EVENT ARRAY [MEMBER] on each event\n"
 	  "(Fail, MemberRemoved ...: docs/control.md)." },
 	{ "fault", set_fault, true, "fault=ROLE:RULES",
-	  "Make member ROLE fail or slow down, for tests and\n"
-	  "rehearsals; repeat (docs/nbdkit-raid-plugin.md)." },
+	  "Make member ROLE (or cache=log's log: ROLE log) fail\n"
+	  "or slow down, for tests and rehearsals; repeat\n"
+	  "(docs/nbdkit-raid-plugin.md)." },
 	{ "data-offset", set_data_offset, false, "data-offset=SIZE",
 	  "Raw: array data starts SIZE into every member\n"
 	  "(default 0); 2048s = 2048 sectors, as mdadm --examine\n"

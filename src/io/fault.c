@@ -341,12 +341,17 @@ parse_item(struct fault_rule *r, char *item, unsigned *given, const char **why,
 	return -EINVAL;
 }
 
-/* ROLE before the colon (or the whole value): a member number. */
+/* ROLE before the colon (or the whole value): a member number, or "log". */
 static int
 parse_role(struct fault_rule *r, const char *spec, const char **rest)
 {
 	size_t n = strspn(spec, "0123456789");
 
+	if (strncmp(spec, "log", 3) == 0 && (spec[3] == ':' || !spec[3])) {
+		r->role = FAULT_ROLE_LOG;
+		*rest = spec[3] == ':' ? spec + 4 : spec + 3;
+		return 0;
+	}
 	if (n == 0 || n > 3 || (spec[n] != ':' && spec[n] != '\0')) {
 		return -EINVAL;
 	}
@@ -391,7 +396,7 @@ fault_parse(const char *spec, struct fault_rule *out, char *err, size_t errlen)
 	rule_defaults(out);
 	r = parse_role(out, spec, &rest);
 	if (r < 0) {
-		why = "ROLE must be a member's role from 0 to 63, then :RULES";
+		why = "ROLE must be a member's role from 0 to 63, or log (cache=log's log), then :RULES";
 	} else {
 		list = strdup(rest);
 		out->spec = strdup(spec);
@@ -462,6 +467,9 @@ count_rules(unsigned nr, char *const *specs, unsigned nspecs, unsigned *count)
 			return ret;
 		}
 		fault_rule_fini(&r);
+		if (r.role == FAULT_ROLE_LOG) {
+			continue; /* the cache's log: fault_log_rules */
+		}
 		if (r.role >= nr) {
 			raid_error(
 				"fault '%s': no role %u: the array has %u member%s (roles 0 to %u)",
@@ -632,13 +640,12 @@ touch(const struct fault_rule *r)
 	close(fd);
 }
 
-/* Does rule r hit req q?  Conditions cheapest first; see DESIGN. */
+/* Does rule r hit an I/O of this kind at [off, off+len) (len 0: a flush)?
+ * Conditions cheapest first; see DESIGN.  *before: its hits before. */
 static bool
-rule_hits(struct fault_rule *r, const struct io_req *q)
+rule_match(struct fault_rule *r, unsigned kind, uint64_t off, uint64_t len,
+	   uint64_t *before)
 {
-	uint64_t len = q->len - q->done, off = q->off + q->done, before;
-	unsigned kind = q->op == IO_READ ? FAULT_OPS_READ : FAULT_OPS_WRITE;
-
 	if (!(r->ops & kind) || (r->range_len && !overlaps(r, off, len))) {
 		return false;
 	}
@@ -653,7 +660,17 @@ rule_hits(struct fault_rule *r, const struct io_req *q)
 	if (r->rate < 1.0 && rule_draw(r) >= r->rate_cut) {
 		return false;
 	}
-	if (!take_hit(r, &before)) {
+	return take_hit(r, before);
+}
+
+/* Does rule r hit req q? */
+static bool
+rule_hits(struct fault_rule *r, const struct io_req *q)
+{
+	uint64_t len = q->len - q->done, off = q->off + q->done, before;
+	unsigned kind = q->op == IO_READ ? FAULT_OPS_READ : FAULT_OPS_WRITE;
+
+	if (!rule_match(r, kind, off, len, &before)) {
 		return false;
 	}
 	if (before == 0) {
@@ -702,6 +719,74 @@ sleep_ns(uint64_t ns)
 	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL) ==
 	       EINTR) {
 	}
+}
+
+/* ---- the cache's log ---------------------------------------------------- */
+
+struct fault *
+fault_log_rules(char *const *specs, unsigned nspecs, int *err)
+{
+	struct fault *f;
+	unsigned n = 0;
+	char msg[512];
+
+	*err = 0;
+	for (unsigned i = 0; i < nspecs; i++) {
+		struct fault_rule r;
+
+		if (fault_parse(specs[i], &r, msg, sizeof(msg)) == 0) {
+			n += r.role == FAULT_ROLE_LOG;
+			fault_rule_fini(&r);
+		}
+	}
+	if (!n) {
+		return NULL;
+	}
+	f = fault_build(FAULT_ROLE_LOG, n, specs, nspecs);
+	*err = f ? 0 : -ENOMEM;
+	for (unsigned k = 0; f && k < f->nr_rules; k++) {
+		raid_debug("cache-log: fault '%s'", f->rules[k].spec);
+	}
+	return f;
+}
+
+int
+fault_log_decide(struct fault *f, const char *path, bool write, uint64_t off,
+		 uint64_t len)
+{
+	uint64_t delay = 0, before;
+	int err = 0;
+
+	for (unsigned i = 0; f && i < f->nr_rules; i++) {
+		struct fault_rule *r = &f->rules[i];
+
+		if (!rule_match(r, FAULT_OPS_WRITE, off, write ? len : 0,
+				&before)) {
+			continue;
+		}
+		if (before == 0) {
+			raid_error(
+				"cache-log %s: fault '%s': first hit (%s at %llu+%llu)",
+				path, r->spec, write ? "write" : "sync",
+				(unsigned long long)off,
+				(unsigned long long)len);
+		}
+		if (r->touch) {
+			touch(r);
+		}
+		delay += r->latency_ns;
+		err = err ? err : r->err;
+	}
+	if (delay) {
+		sleep_ns(delay);
+	}
+	return -err;
+}
+
+void
+fault_log_free(struct fault *f)
+{
+	fault_free(f);
 }
 
 /* ---- passing through --------------------------------------------------- */

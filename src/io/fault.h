@@ -27,6 +27,7 @@ struct raid_member;
 #define FAULT_OPS_READ	(1u << 0)
 #define FAULT_OPS_WRITE (1u << 1) /* write, flush, trim, zero, punch */
 
+#define FAULT_ROLE_LOG	     (~0u) /* fault=log:RULES: cache=log's log */
 #define FAULT_DEFAULT_SEED   1
 #define FAULT_MAX_LATENCY_NS (3600ull * 1000000000ull)
 
@@ -85,5 +86,21 @@ void fault_detach(struct raid_member *m);
 
 /* I/Os of the member hit by its rules so far. */
 uint64_t fault_hits(const struct raid_member *m);
+
+/*
+ * fault=log:RULES: the rules for cache=log's log (docs/cache.md, "Fault
+ * points"), NULL when there are none (or no memory: -errno in *err).  The
+ * log's writes are writes at their byte position in it (records, header
+ * slots), its fdatasyncs flushes (no range).
+ */
+struct fault *fault_log_rules(char *const *specs, unsigned nspecs, int *err);
+/*
+ * Decide one I/O of the log at path (write: a write of len bytes at off;
+ * else a sync): its latency slept here, 0 or its -errno.  The first hit of
+ * each rule is said in the error log (a test waits for it there).
+ */
+int fault_log_decide(struct fault *f, const char *path, bool write,
+		     uint64_t off, uint64_t len);
+void fault_log_free(struct fault *f);
 
 #endif

@@ -5,7 +5,11 @@
  * Each nbdkit worker thread gets its own ring, created lazily on its first
  * I/O and freed by a pthread key destructor when the thread exits, so no
  * ring is shared and no lock is taken (liburing's SQ tail is unlocked:
- * SINGLE_ISSUER).  No ring exists before nbdkit forks.  A batch queues an
+ * SINGLE_ISSUER).  A ring made before a fork (I/O at start: the superblocks,
+ * cache=log's replay and flush) is not the child's to submit to (a
+ * SINGLE_ISSUER ring refuses any other task: EEXIST), so the child forgets
+ * the forking thread's ring (pthread_atfork) and makes its own; nbdkit
+ * --run forks after the plugin opened the array.  A batch queues an
  * SQE per request (user_data = the io_req), submits, and reaps until every
  * request is done; a batch larger than the ring is fed in as slots free up.
  * A short read or write is requeued for the rest (a vectored one from the
@@ -24,6 +28,7 @@
 #include <errno.h>
 #include <liburing.h>
 #include <linux/falloc.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -56,6 +61,31 @@ ring_drop(void)
 	tls_attach(&ring_key, NULL);
 }
 
+/*
+ * In the child of a fork, only the forking thread runs on: its ring (the
+ * parent's: its memory a copy, its submitter the parent's task) is closed
+ * here, and the next batch makes the child's own.  No lock (another
+ * thread of the parent may have held one at the fork): this thread's
+ * tls_attach made the key before it set tl_ring.
+ */
+static void
+ring_after_fork_child(void)
+{
+	struct io_uring *ring = tl_ring;
+
+	if (ring) {
+		tl_ring = NULL;
+		pthread_setspecific(ring_key.key, NULL);
+		ring_free(ring);
+	}
+}
+
+static void
+ring_atfork_once(void)
+{
+	pthread_atfork(NULL, NULL, ring_after_fork_child);
+}
+
 /* This thread's ring; the newest setup flags first, as older kernels refuse. */
 static struct io_uring *
 ring_get(int *err)
@@ -67,9 +97,12 @@ ring_get(int *err)
 	};
 	struct io_uring *ring;
 
+	static pthread_once_t atfork = PTHREAD_ONCE_INIT;
+
 	if (tl_ring) {
 		return tl_ring;
 	}
+	pthread_once(&atfork, ring_atfork_once);
 	ring = calloc(1, sizeof(*ring));
 	if (!ring) {
 		*err = -ENOMEM;

@@ -22,12 +22,14 @@ import os
 import random
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from raidtest.common import (  # noqa: E402
     KiB, MiB, TempDir, check, fail, run_main, seed)
 from raidtest.geometry import Geometry  # noqa: E402
+from raidtest.members import copy_images, read_member  # noqa: E402
 from raidtest.server import Server, stop_clean  # noqa: E402
 from raidtest.workload import new_array, verify_readback  # noqa: E402
 
@@ -54,6 +56,70 @@ def finish(p, what, timeout=120):
     check(p.returncode == 0, "%s: exit %d: %s%s" % (
         what, p.returncode, out, err.decode(errors="replace")))
     return out
+
+
+def writer(srv, rng, lo, hi, stop, counts):
+    """4K writes into [lo, hi) without pause until stop is set."""
+    h = srv.connect()
+    while not stop.is_set():
+        h.pwrite(rng.randbytes(4096), rng.randrange(lo, hi, 4096))
+        counts[0] += 1
+
+
+def under_writers(rng, d):
+    """`cache flush` answers under writers that never stop, and what was
+    dirty when it came is on the members once it has."""
+    geo = Geometry(0, [4 * MiB, 4 * MiB], 64 * KiB)
+    d = os.path.join(d, "writers")
+    os.mkdir(d)
+    ctl = os.path.join(d, "ctl.sock")
+    slow = ["fault=%d:ops=write,latency=%dms,error=none" % (r, 5)
+            for r in range(geo.n)]
+    paths, params, model = new_array(
+        d, geo, ["cache=ram", "control=" + ctl] + slow)
+    half = geo.size // 2
+    with Server(params) as srv:
+        h = srv.connect()
+        for b in rng.sample(range(0, half // 4096), 64):
+            data = rng.randbytes(4096)
+            h.pwrite(data, b * 4096)
+            model.write(b * 4096, data)
+        stop = threading.Event()
+        counts = [0]
+        threads = [threading.Thread(target=writer, args=(
+            srv, random.Random(rng.random()), half, geo.size, stop, counts))
+            for _ in range(2)]
+        for t in threads:
+            t.start()
+        try:
+            while counts[0] < 200:
+                time.sleep(0.01)
+            t0 = time.monotonic()
+            p = control(ctl, "cache", "flush")
+            try:
+                out = finish(p, "cache flush under writers", timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                fail("cache flush under writers: no answer in 60 s "
+                     "(%d writes meanwhile)" % counts[0])
+            took = time.monotonic() - t0
+            check("flushed" in out, "cache flush under writers: " + out)
+            # The writers still write: the first half is on the members.
+            mem = [read_member(q) for q in paths]
+            img = copy_images(geo, mem, 0, half)
+            for j, im in enumerate(img):
+                check(im == model.data[:half],
+                      "copy %d of the first half on the members differs "
+                      "from what was written before the flush" % j)
+            check(not stop.is_set() and all(t.is_alive() for t in threads),
+                  "the writers stopped before the flush answered")
+        finally:
+            stop.set()
+            for t in threads:
+                t.join()
+        print("ok cache flush answered in %.2fs under writers (%d writes "
+              "in all)" % (took, counts[0]))
+        srv.kill9()
 
 
 def main():
@@ -103,6 +169,7 @@ def main():
         with Server(geo.params(paths)) as srv:
             verify_readback(srv, model, geo, "cache=none after kill -9")
             stop_clean(srv, "cache=none")
+        under_writers(rng, d)
     print("PASS")
 
 

@@ -173,7 +173,7 @@ g_flush(void *ctx)
 {
 	struct gdev *d = ctx;
 
-	d->flushes++;
+	__atomic_fetch_add(&d->flushes, 1, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -618,7 +618,8 @@ test_cache_flush_waits_for_writeback_in_flight(void **state)
 	for (unsigned k = 0; k < 50; k++) {
 		usleep(1000);
 		pthread_mutex_lock(&d.mu);
-		assert_int_equal(d.flushes, 0);
+		assert_int_equal(__atomic_load_n(&d.flushes, __ATOMIC_RELAXED),
+				 0);
 		pthread_mutex_unlock(&d.mu);
 	}
 	gdev_set_gate(&d, false);
@@ -992,55 +993,34 @@ test_cache_close_drains(void **state)
 	free(buf);
 }
 
-/* Dirty data over a hole of the members is reported as data. */
-struct ext {
-	uint64_t off[16], len[16];
-	uint32_t type[16];
-	unsigned n;
-};
-
-static int
-add_ext(void *ctx, uint64_t off, uint64_t len, uint32_t type)
-{
-	struct ext *x = ctx;
-
-	if (x->n < 16) {
-		x->off[x->n] = off;
-		x->len[x->n] = len;
-		x->type[x->n] = type;
-		x->n++;
-	}
-	return 0;
-}
-
+/*
+ * Block status: the units holding unwritten data (dirty or being written
+ * back) are data, the others are for the device to answer.
+ */
 static void
 test_cache_extents_report_dirty_as_data(void **state)
 {
 	struct gdev d;
 	struct cache *c;
-	struct ext x = { .n = 0 };
 	uint8_t v[BLK];
+	uint64_t run;
 
 	(void)state;
 	gdev_init(&d, 64 * BLK);
 	c = gcache(&d, 4 * BLK, 16 * BLK, false);
 	t_fill_random(v, sizeof(v));
 	assert_int_equal(cache_pwrite(c, v, BLK, 9 * BLK, 0), 0);
-	assert_int_equal(cache_extent(c, 0, 64 * BLK,
-				      RAID_EXTENT_HOLE | RAID_EXTENT_ZERO,
-				      add_ext, &x),
-			 0);
-	assert_int_equal(x.n, 3);
-	assert_int_equal(x.off[1], 8 * BLK);
-	assert_int_equal(x.len[1], 4 * BLK);
-	assert_int_equal(x.type[1], 0);
-	assert_int_equal(x.type[0], RAID_EXTENT_HOLE | RAID_EXTENT_ZERO);
-	assert_int_equal(x.off[2] + x.len[2], 64 * BLK);
+	assert_false(cache_unwritten(c, 0, 64 * BLK, &run));
+	assert_int_equal(run, 8 * BLK);
+	assert_true(cache_unwritten(c, 8 * BLK, 56 * BLK, &run));
+	assert_int_equal(run, 4 * BLK);
+	assert_true(cache_unwritten(c, 10 * BLK, BLK, &run));
+	assert_int_equal(run, BLK);
+	assert_false(cache_unwritten(c, 12 * BLK, 52 * BLK, &run));
+	assert_int_equal(run, 52 * BLK);
 	assert_int_equal(cache_flush(c), 0);
-	x.n = 0;
-	assert_int_equal(
-		cache_extent(c, 0, 64 * BLK, RAID_EXTENT_HOLE, add_ext, &x), 0);
-	assert_int_equal(x.n, 1);
+	assert_false(cache_unwritten(c, 0, 64 * BLK, &run));
+	assert_int_equal(run, 64 * BLK);
 	gcache_close(&d, c);
 }
 

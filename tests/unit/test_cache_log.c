@@ -16,6 +16,7 @@
 #include <linux/loop.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -28,6 +29,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <isa-l/crc.h>
 
 #include "cache_log.h"
 #include "helpers.h"
@@ -897,6 +899,214 @@ test_cache_log_header_slot_torn(void **state)
 	m_free(&from1);
 }
 
+/* ---- crafted headers (issue 25 #12) ---- */
+
+/* The whole file, to prove a refusal wrote nothing. */
+static uint8_t *
+slurp(const char *path, size_t *len)
+{
+	struct stat st;
+	uint8_t *b;
+	int fd = open(path, O_RDONLY);
+
+	assert_true(fd >= 0 && fstat(fd, &st) == 0);
+	b = malloc(st.st_size);
+	assert_non_null(b);
+	assert_int_equal(pread(fd, b, st.st_size, 0), st.st_size);
+	close(fd);
+	*len = st.st_size;
+	return b;
+}
+
+/* Set a field (w bytes, little-endian) of header slot `slot` and give the
+ * slot a good checksum again: a header as nbdraid would have written it,
+ * but with that value. */
+static void
+craft(const char *path, unsigned slot, unsigned at, unsigned w, uint64_t v)
+{
+	uint8_t h[128];
+	uint32_t crc;
+	int fd = open(path, O_RDWR);
+
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, h, 128, slot * 4096), 128);
+	for (unsigned i = 0; i < w; i++) {
+		h[at + i] = (uint8_t)(v >> (8 * i));
+	}
+	memset(h + 4, 0, 4);
+	crc = ~crc32_iscsi(h, 128, ~0u);
+	for (unsigned i = 0; i < 4; i++) {
+		h[4 + i] = (uint8_t)(crc >> (8 * i));
+	}
+	assert_int_equal(pwrite(fd, h, 128, slot * 4096), 128);
+	close(fd);
+}
+
+/* Open killed by SIGALRM if it hangs (the bug: a header write forever). */
+static void
+on_alarm(int sig)
+{
+	(void)sig;
+	fprintf(stderr, "clog_open or an append hung\n");
+	_exit(3);
+}
+
+struct crafted {
+	const char *field; /* in the message */
+	unsigned slot, at, w;
+	uint64_t v;
+};
+
+/*
+ * Every header field out of range, or the two slots not two writes of one
+ * log, each with a good checksum: refused at once by open (create or
+ * not), peek and examine, naming the path and the field; the file not
+ * changed by a byte.  (Before: a slot with such a field was skipped for
+ * the other one, or taken: a seq_limit near 2^64 made the first append
+ * rewrite the header forever, a generation near 2^64 wrapped to 0 and an
+ * older checkpoint won at the next open.)
+ */
+static void
+test_cache_log_crafted_header_refused(void **state)
+{
+	struct fx *f = *state;
+	/* After format (generations 0, 1) and one open: slot 0 holds
+	 * generation 2, the newer; slot 1 generation 1. */
+	const struct crafted cases[] = {
+		{ "seq_limit", 0, 88, 8, UINT64_MAX - 5 },
+		{ "seq_limit", 0, 88, 8, (1ull << 62) + 1 },
+		{ "seq_limit", 0, 88, 8, 0 },
+		{ "seq_limit", 1, 88, 8, UINT64_MAX },
+		{ "generation", 0, 64, 8, UINT64_MAX - 1 },
+		{ "generation", 0, 64, 8, 3 },
+		{ "generation", 1, 64, 8, 7 },
+		{ "log_bytes", 0, 56, 8, 1ull << 63 },
+		{ "log_bytes", 0, 56, 8, 2 * MiB + 512 },
+		{ "log_bytes", 0, 56, 8, 512 * KiB },
+		{ "log_bytes", 1, 56, 8, 1 * MiB },
+		{ "array_size", 0, 48, 8, 0 },
+		{ "array_size", 0, 48, 8, UINT64_MAX },
+		{ "tail", 0, 72, 8, 4096 },
+		{ "tail", 0, 72, 8, 2 * MiB },
+		{ "tail", 0, 72, 8, 3 * 4096 + 512 },
+		{ "tail", 0, 72, 8, UINT64_MAX - 4095 },
+		{ "tail_prev", 0, 80, 8, UINT64_MAX },
+		{ "version", 0, 8, 4, 2 },
+		{ "block", 0, 12, 4, 512 },
+		{ "reserved", 0, 120, 1, 1 },
+		{ "log_uuid", 1, 32, 1, 0xee },
+		{ "array_uuid", 1, 16, 1, 0xee },
+	};
+	struct sigaction sa = { .sa_handler = on_alarm }, old;
+	char saved[96];
+	struct clog *l;
+
+	snprintf(saved, sizeof(saved), "%s/good", f->dir);
+	l = new_log(f, 2 * MiB);
+	assert_int_equal(m_append(l, &(struct model){ 0 }, CLOG_WRITE, 0, 4096),
+			 0);
+	clog_close(l);
+	copy_file(f->path, saved);
+	sigaction(SIGALRM, &sa, &old);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct crafted *c = &cases[i];
+		size_t n0, n1;
+		uint8_t *before, *after, uuid[16];
+		struct clog_info info;
+		bool has;
+
+		copy_file(saved, f->path);
+		craft(f->path, c->slot, c->at, c->w, c->v);
+		before = slurp(f->path, &n0);
+		alarm(10);
+		for (int create = 0; create < 2; create++) {
+			l = NULL;
+			assert_int_equal(try_open(f, t_uuid_a, ARRAY_BYTES,
+						  create, false, &l),
+					 -EINVAL);
+			assert_null(l);
+			if (!strstr(f->why, c->field) ||
+			    !strstr(f->why, f->path)) {
+				fail_msg("case %zu (%s): %s", i, c->field,
+					 f->why);
+			}
+		}
+		assert_int_equal(
+			clog_peek(f->path, uuid, &has, f->why, sizeof(f->why)),
+			-EINVAL);
+		assert_int_equal(examine(f, &info), -EINVAL);
+		assert_non_null(strstr(f->why, c->field));
+		alarm(0);
+		after = slurp(f->path, &n1);
+		assert_int_equal(n0, n1);
+		assert_memory_equal(before, after, n0);
+		free(before);
+		free(after);
+	}
+	sigaction(SIGALRM, &old, NULL);
+	/* force=true formats over it, as over any damaged header. */
+	assert_int_equal(try_open(f, t_uuid_a, ARRAY_BYTES, true, true, &l), 0);
+	replay_expect(l, &(struct model){ 0 });
+	clog_close(l);
+}
+
+/* The largest seq_limit a header may hold still opens, appends and syncs
+ * at once; the one past it is refused. */
+static void
+test_cache_log_seq_limit_edge(void **state)
+{
+	struct fx *f = *state;
+	struct clog *l = new_log(f, 2 * MiB);
+	struct model m = { 0 };
+
+	clog_close(l);
+	craft(f->path, 0, 88, 8, (1ull << 62) - (2u << 20) - 2);
+	craft(f->path, 0, 80, 8, 0);
+	alarm(10);
+	l = open_log(f, false);
+	assert_int_equal(m_append(l, &m, CLOG_WRITE, 0, 4096), 0);
+	assert_int_equal(clog_sync(l, m_last(&m)), 0);
+	clog_close(l);
+	l = open_log(f, false); /* leases up to 2^62 - 2 */
+	replay_expect(l, &m);
+	clog_close(l);
+	/* The next would lease past 2^62: the next is refused, unchanged. */
+	assert_int_equal(try_open(f, t_uuid_a, ARRAY_BYTES, false, false, &l),
+			 -EINVAL);
+	assert_non_null(strstr(f->why, "seq_limit"));
+	alarm(0);
+	m_free(&m);
+}
+
+/* A generation at the bound opens; the header is never written past it
+ * (the fuzzer's find: one write more made a log no open would read). */
+static void
+test_cache_log_generation_edge(void **state)
+{
+	struct fx *f = *state;
+	struct clog *l = new_log(f, 2 * MiB);
+	struct model m = { 0 };
+	struct clog_info info;
+
+	clog_close(l);
+	craft(f->path, 0, 64, 8, (1ull << 62) - 2);
+	craft(f->path, 1, 64, 8, (1ull << 62) - 3);
+	l = open_log(f, false); /* writes 2^62 - 1 */
+	assert_int_equal(m_append(l, &m, CLOG_WRITE, 0, 4096), 0);
+	assert_int_equal(clog_retire(l, CLOG_ALL), 0); /* writes 2^62 */
+	m_retire(&m, UINT64_MAX);
+	assert_int_equal(m_append(l, &m, CLOG_WRITE, 0, 4096), 0);
+	assert_int_equal(clog_retire(l, CLOG_ALL), -EOVERFLOW);
+	clog_close(l);
+	assert_int_equal(examine(f, &info), 0);
+	assert_int_equal(info.generation, 1ull << 62);
+	assert_int_equal(info.records, 1);
+	assert_int_equal(try_open(f, t_uuid_a, ARRAY_BYTES, false, false, &l),
+			 -EOVERFLOW);
+	assert_non_null(strstr(f->why, f->path));
+	m_free(&m);
+}
+
 #define SYNCERS 6
 
 /* The leader waits for every other syncer to be waiting on it. */
@@ -1071,6 +1281,12 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_cache_log_header_slot_torn,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache_log_group_commit,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_cache_log_crafted_header_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cache_log_seq_limit_edge,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cache_log_generation_edge,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache_log_block_device,
 						setup, teardown),

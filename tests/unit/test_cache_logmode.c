@@ -48,10 +48,12 @@ struct vdev {
 	uint8_t *data;	 /* what reads see */
 	uint8_t *stable; /* what survives a crash: data at the last flush */
 	uint64_t size;
-	/* Writes hold it shared, a flush (the copy) exclusive. */
+	/* A request's data moves under it, as a flush's copy (a disk: a read
+	 * beside a write of the same bytes gets old or new, not a race). */
 	pthread_rwlock_t lock;
 	atomic_uint writes, flushes, zeros, trims;
 	atomic_int flush_error; /* flushes fail with it while set */
+	atomic_int write_error; /* writes fail with it while set */
 	unsigned delay_us;
 };
 
@@ -87,7 +89,7 @@ v_read(void *ctx, void *buf, uint64_t count, uint64_t off)
 {
 	struct vdev *d = ctx;
 
-	pthread_rwlock_rdlock(&d->lock);
+	pthread_rwlock_wrlock(&d->lock);
 	memcpy(buf, d->data + off, count);
 	pthread_rwlock_unlock(&d->lock);
 	return 0;
@@ -98,11 +100,15 @@ v_write(void *ctx, const void *buf, uint64_t count, uint64_t off,
 	uint32_t flags)
 {
 	struct vdev *d = ctx;
+	int r = atomic_load(&d->write_error);
 
+	if (r) {
+		return r;
+	}
 	if (d->delay_us) {
 		usleep(d->delay_us);
 	}
-	pthread_rwlock_rdlock(&d->lock);
+	pthread_rwlock_wrlock(&d->lock);
 	memcpy(d->data + off, buf, count);
 	if (flags & RAID_FUA) {
 		memcpy(d->stable + off, buf, count);
@@ -117,7 +123,7 @@ v_zero(void *ctx, uint64_t count, uint64_t off, uint32_t flags)
 {
 	struct vdev *d = ctx;
 
-	pthread_rwlock_rdlock(&d->lock);
+	pthread_rwlock_wrlock(&d->lock);
 	memset(d->data + off, 0, count);
 	if (flags & RAID_FUA) {
 		memset(d->stable + off, 0, count);
@@ -939,6 +945,123 @@ test_logmode_failing_log_goes_writethrough(void **state)
 	failing_log(*state, true);
 }
 
+/* Every record write fails with EIO (a log device gone). */
+static int
+log_gone(struct clog *l, bool sync)
+{
+	(void)l;
+	(void)sync;
+	return -EIO;
+}
+
+/*
+ * The log fails and the device fails too, so the drain that should put
+ * everything acknowledged on the device cannot (issue 25 #19): as long
+ * as that lasts, every FLUSH fails (it said yes before: the cache went
+ * write-through anyway, and a FLUSH drained nothing: its mark was RAM
+ * mode's count, not the log's lsns), writes fail rather than reach the
+ * device without a record over records not retired, reads go on, and
+ * the log keeps its records: a crash now replays what was flushed.  Once
+ * the device works again, the next FLUSH drains, flushes, empties the
+ * log and says yes; from then on write-through, and after a crash the
+ * device alone holds every byte acknowledged.
+ */
+static void
+failed_log_and_device(struct lfx *f, atomic_int *device_error)
+{
+	uint8_t a[4 * BLK], b[BLK], got[4 * BLK];
+	struct raid_cache_status st;
+	struct cache *c;
+
+	t_reset();
+	fresh(f, 4 * MiB);
+	c = lopen(f);
+	t_fill_random(a, sizeof(a));
+	t_fill_random(b, sizeof(b));
+	/* a: acknowledged and flushed (the log synced), in the cache. */
+	assert_int_equal(cache_pwrite(c, a, sizeof(a), 10 * BLK, 0), 0);
+	assert_int_equal(cache_flush(c), 0);
+	/* a again at another place: acknowledged, its record not synced. */
+	assert_int_equal(cache_pwrite(c, a, sizeof(a), 100 * BLK, 0), 0);
+	atomic_store(device_error, -EIO);
+	clog_fault_hook = log_gone;
+	assert_int_equal(cache_pwrite(c, b, BLK, 0, 0), -EIO);
+	st = cst(c);
+	assert_true(st.log_failed);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(cache_flush(c), -EIO);
+		assert_int_equal(cache_pwrite(c, b, BLK, 50 * BLK, 0), -EIO);
+		assert_int_equal(cache_zero(c, BLK, 60 * BLK, 0), -EIO);
+	}
+	assert_non_null(strstr(t_errors, "could not be written back"));
+	/* Reads: the newest acknowledged bytes. */
+	assert_int_equal(cache_pread(c, got, sizeof(got), 100 * BLK), 0);
+	assert_memory_equal(got, a, sizeof(a));
+	assert_true(log_records(f) >= 2);
+
+	/* The device back: the next FLUSH drains, flushes, empties. */
+	atomic_store(device_error, 0);
+	assert_int_equal(cache_flush(c), 0);
+	assert_int_equal(log_records(f), 0);
+	assert_int_equal(cst(c).mode, RAID_CACHE_WRITETHROUGH);
+	assert_non_null(strstr(t_errors, "emptied: write-through"));
+	assert_memory_equal(f->d.stable + 10 * BLK, a, sizeof(a));
+	assert_memory_equal(f->d.stable + 100 * BLK, a, sizeof(a));
+	assert_int_equal(cache_pwrite(c, b, BLK, 50 * BLK, 0), 0);
+	assert_int_equal(cache_flush(c), 0);
+	cache_abandon(c);
+	clog_fault_hook = NULL;
+	vdev_crash(&f->d);
+	assert_memory_equal(f->d.data + 50 * BLK, b, BLK);
+	assert_memory_equal(f->d.data + 100 * BLK, a, sizeof(a));
+	c = lopen(f);
+	assert_int_equal(cst(c).log_replayed, 0);
+	assert_int_equal(cache_close(c), 0);
+}
+
+/* The device's writes fail; then its flushes (the writes land). */
+static void
+test_logmode_failed_log_and_device(void **state)
+{
+	struct lfx *f = *state;
+
+	failed_log_and_device(f, &f->d.write_error);
+	failed_log_and_device(f, &f->d.flush_error);
+}
+
+/*
+ * As above, but the crash comes while the log and the device still fail:
+ * the log kept its records (nothing was written through over them), so
+ * the next start replays what was flushed before the failure.
+ */
+static void
+test_logmode_failed_log_and_device_crash(void **state)
+{
+	struct lfx *f = *state;
+	uint8_t a[4 * BLK], b[BLK], got[4 * BLK];
+	struct cache *c;
+
+	t_mk_file(f->path, 4 * MiB);
+	c = lopen(f);
+	t_fill_random(a, sizeof(a));
+	t_fill_random(b, sizeof(b));
+	assert_int_equal(cache_pwrite(c, a, sizeof(a), 10 * BLK, RAID_FUA), 0);
+	atomic_store(&f->d.write_error, -EIO);
+	clog_fault_hook = log_gone;
+	assert_int_equal(cache_pwrite(c, b, BLK, 11 * BLK, 0), -EIO);
+	assert_int_equal(cache_flush(c), -EIO);
+	assert_int_equal(cache_pwrite(c, b, BLK, 12 * BLK, 0), -EIO);
+	cache_abandon(c);
+	clog_fault_hook = NULL;
+	atomic_store(&f->d.write_error, 0);
+	vdev_crash(&f->d);
+	c = lopen(f);
+	assert_int_equal(cst(c).log_replayed, 1);
+	assert_int_equal(cache_pread(c, got, sizeof(got), 10 * BLK), 0);
+	assert_memory_equal(got, a, sizeof(a));
+	assert_int_equal(cache_close(c), 0);
+}
+
 /* Another array's log is refused, naming the path; its records kept. */
 static void
 test_logmode_other_arrays_log_refused(void **state)
@@ -1032,6 +1155,11 @@ main(void)
 			test_logmode_torn_last_record_ignored, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_logmode_failing_log_goes_writethrough, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_logmode_failed_log_and_device, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_logmode_failed_log_and_device_crash, setup,
 			teardown),
 		cmocka_unit_test_setup_teardown(
 			test_logmode_other_arrays_log_refused, setup, teardown),

@@ -248,13 +248,13 @@ test_fault_parse_refuses(void **state)
 		{ "1:rate=0.5x",
 		  "fault '1:rate=0.5x': rate must be from 0 to 1" },
 		{ "x:ops=read",
-		  "fault 'x:ops=read': ROLE must be a member's role from 0 to 63, then :RULES" },
+		  "fault 'x:ops=read': ROLE must be a member's role from 0 to 63, or log (cache=log's log), then :RULES" },
 		{ "64:ops=read",
-		  "fault '64:ops=read': ROLE must be a member's role from 0 to 63, then :RULES" },
+		  "fault '64:ops=read': ROLE must be a member's role from 0 to 63, or log (cache=log's log), then :RULES" },
 		{ "",
-		  "fault '': ROLE must be a member's role from 0 to 63, then :RULES" },
+		  "fault '': ROLE must be a member's role from 0 to 63, or log (cache=log's log), then :RULES" },
 		{ "1ops=read",
-		  "fault '1ops=read': ROLE must be a member's role from 0 to 63, then :RULES" },
+		  "fault '1ops=read': ROLE must be a member's role from 0 to 63, or log (cache=log's log), then :RULES" },
 		{ "1:ops=readwrite",
 		  "fault '1:ops=readwrite': ops must be read, write or rw" },
 		{ "1:after=lots",
@@ -1040,11 +1040,59 @@ test_fault_open_roles(void **state)
 	rmdir(dir);
 }
 
+/*
+ * fault=log:RULES: rules for cache=log's log, not a member's (members are
+ * left alone, no role is refused); a write in range hits, a sync (no
+ * range) only a rule without one; the first hit is said in the error log;
+ * cache=ram with such a rule is refused at start.
+ */
+static void
+test_fault_log_role(void **state)
+{
+	struct fixture *f = *state;
+	char *specs[] = { "log:ops=write,range=8192+8192,errno=EIO",
+			  "log:ops=write,after=16k,errno=EROFS" };
+	struct fault_rule r;
+	struct fault *lf;
+	char err[256];
+	int e;
+
+	assert_int_equal(fault_parse("log", &r, err, sizeof(err)), 0);
+	assert_int_equal(r.role, FAULT_ROLE_LOG);
+	fault_rule_fini(&r);
+	assert_int_equal(fault_parse("logs:ops=read", &r, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "or log"));
+	members(f, 2);
+	attach(f, specs, 2);
+	assert_null(f->m[0].fault);
+	assert_null(f->m[1].fault);
+	lf = fault_log_rules(specs, 2, &e);
+	assert_int_equal(e, 0);
+	assert_non_null(lf);
+	assert_int_equal(fault_log_decide(lf, "/l", true, 0, 8192), 0);
+	assert_int_equal(fault_log_decide(lf, "/l", false, 0, 0), 0);
+	assert_int_equal(fault_log_decide(lf, "/l", true, 16384, 8192), 0);
+	assert_int_equal(fault_log_decide(lf, "/l", true, 12288, 4096), -EIO);
+	assert_non_null(strstr(t_errors, "cache-log /l: fault "
+					 "'log:ops=write,range=8192+8192"));
+	assert_non_null(
+		strstr(t_last_error, "first hit (write at 12288+4096)"));
+	assert_int_equal(fault_log_decide(lf, "/l", true, 1 << 20, 4096),
+			 -EROFS);
+	assert_int_equal(fault_log_decide(lf, "/l", false, 0, 0), -EROFS);
+	fault_log_free(lf);
+	assert_null(fault_log_rules(specs, 0, &e));
+	detach_all(f);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_fault_parse_accepts, t_setup),
+		cmocka_unit_test_setup_teardown(test_fault_log_role,
+						fixture_setup, fault_teardown),
 		cmocka_unit_test_setup(test_fault_parse_errno_names, t_setup),
 		cmocka_unit_test_setup(test_fault_parse_refuses, t_setup),
 		cmocka_unit_test_setup(test_fault_config_check_refuses,

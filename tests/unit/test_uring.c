@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -34,16 +35,23 @@
 #define REQ_BYTES 4096u
 
 static unsigned calls, fail_call;
+static int real_error; /* the last error of the real call, or 0 */
 
 int __real_io_uring_submit_and_wait(struct io_uring *ring, unsigned wait_nr);
 
 int
 __wrap_io_uring_submit_and_wait(struct io_uring *ring, unsigned wait_nr)
 {
+	int r;
+
 	if (++calls == fail_call) {
 		return -EFAULT;
 	}
-	return __real_io_uring_submit_and_wait(ring, wait_nr);
+	r = __real_io_uring_submit_and_wait(ring, wait_nr);
+	if (r < 0 && r != -EINTR && r != -EAGAIN && r != -EBUSY) {
+		real_error = r;
+	}
+	return r;
 }
 
 static void
@@ -142,6 +150,49 @@ test_uring_fails_with_requests_in_flight(void **state)
 	write_then_read(*state, 2);
 }
 
+/*
+ * A ring made before a fork (nbdkit --run forks after the plugin did its
+ * start's I/O: superblocks, cache=log's replay) is the parent's: the
+ * child's batches must not submit to it (a SINGLE_ISSUER ring refuses
+ * another task with EEXIST, which dropped the ring with an error line
+ * every time: issue 25 #20), and the parent's ring goes on working.
+ */
+static void
+test_uring_ring_not_used_across_fork(void **state)
+{
+	struct fixture *f = *state;
+	int status = -1;
+	pid_t pid;
+
+	calls = fail_call = 0;
+	assert_int_equal(run_batch(f, IO_WRITE, f->data), 0);
+	assert_true(calls > 0); /* this thread has a ring now */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		real_error = 0;
+		memset(f->got, 0, NREQ * REQ_BYTES);
+		if (run_batch(f, IO_READ, f->got) != 0 ||
+		    memcmp(f->got, f->data, NREQ * REQ_BYTES) != 0) {
+			_exit(2);
+		}
+		if (real_error) {
+			fprintf(stderr, "child: io_uring_submit_and_wait: %s\n",
+				strerror(-real_error));
+			_exit(3);
+		}
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	real_error = 0;
+	memset(f->got, 0, NREQ * REQ_BYTES);
+	assert_int_equal(run_batch(f, IO_READ, f->got), 0);
+	assert_memory_equal(f->got, f->data, NREQ * REQ_BYTES);
+	assert_int_equal(real_error, 0);
+}
+
 int
 main(void)
 {
@@ -151,6 +202,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(
 			test_uring_fails_with_requests_in_flight, setup,
 			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_uring_ring_not_used_across_fork, setup, teardown),
 	};
 	struct io_uring ring;
 
