@@ -23,7 +23,7 @@ import nbd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from raidtest.common import (  # noqa: E402
-    MiB, TempDir, check, make_members, run_main, seed)
+    MiB, TempDir, check, make_members, run_main, seed, skip)
 from raidtest.server import Server  # noqa: E402
 
 CACHE = 64 * MiB
@@ -50,6 +50,9 @@ def flush(h):
 
 
 def main():
+    if os.environ.get("ASAN_OPTIONS") or os.environ.get("TSAN_OPTIONS"):
+        skip("memory is measured without the sanitizers (tests/san.sh): "
+             "their shadow memory and quarantine are in nbdkit's RSS")
     rng = random.Random(seed("test-cache-memory"))
     base = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
     with TempDir(prefix="nbdraid-cache-mem-", base=base) as d:

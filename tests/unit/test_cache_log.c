@@ -998,14 +998,15 @@ test_cache_log_crafted_header_refused(void **state)
 		{ "array_uuid", 1, 16, 1, 0xee },
 	};
 	struct sigaction sa = { .sa_handler = on_alarm }, old;
+	struct model one = { 0 };
 	char saved[96];
 	struct clog *l;
 
 	snprintf(saved, sizeof(saved), "%s/good", f->dir);
 	l = new_log(f, 2 * MiB);
-	assert_int_equal(m_append(l, &(struct model){ 0 }, CLOG_WRITE, 0, 4096),
-			 0);
+	assert_int_equal(m_append(l, &one, CLOG_WRITE, 0, 4096), 0);
 	clog_close(l);
+	m_free(&one);
 	copy_file(f->path, saved);
 	sigaction(SIGALRM, &sa, &old);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

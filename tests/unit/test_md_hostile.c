@@ -382,8 +382,8 @@ test_hostile_one_member(void **state)
 
 /*
  * What md lays out at the edges is served: the 1.0 areas packed back to
- * back, a RAID 1 chunk md ignores (a nonsense one), a 16 MiB chunk.  Each
- * reads back what it writes.
+ * back, and a RAID 1 chunk md ignores (a nonsense one, 24 sectors: the
+ * RAID 1 array is served and reads back what it writes, on every copy).
  */
 static void
 test_hostile_edges_served(void **state)
