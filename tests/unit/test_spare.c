@@ -34,7 +34,7 @@
 
 #define MiB	     (1u << 20)
 #define MEMBER_BYTES (32 * MiB)
-#define MAX_FILES    8
+#define MAX_FILES    11
 #define DEV_NONE     UINT32_MAX
 
 static char dir[64];
@@ -515,6 +515,89 @@ test_spare_keeps_its_data_offset(void **state)
 	snprintf(files[1], sizeof(files[1]), "%s/m1.img", dir);
 }
 
+/* The first `len` bytes of files[i], hashed (FNV-1a). */
+static uint64_t
+file_hash(unsigned i, uint64_t len)
+{
+	static uint8_t buf[1 * MiB];
+	uint64_t h = 14695981039346656037ull;
+
+	assert_true(len <= sizeof(buf));
+	read_file(i, buf, len, 0);
+	for (uint64_t k = 0; k < len; k++) {
+		h = (h ^ buf[k]) * 1099511628211ull;
+	}
+	return h;
+}
+
+/* RAID 1 on files 0 and 1, member= or spare= each of files[2 .. end). */
+static int
+open_with_spares(unsigned first, unsigned end, bool as_member,
+		 struct raid_array **a)
+{
+	struct raid_config cfg;
+	int r;
+
+	raid_config_init(&cfg);
+	raid_config_set(&cfg, "io", "psync");
+	raid_config_set(&cfg, "member", files[0]);
+	raid_config_set(&cfg, "member", files[1]);
+	for (unsigned i = first; i < end; i++) {
+		raid_config_set(&cfg, as_member ? "member" : "spare", files[i]);
+	}
+	t_errors[0] = '\0';
+	r = raid_open(&cfg, a);
+	raid_config_free(&cfg);
+	return r;
+}
+
+/*
+ * Spares past RAID_MAX_SPARES (8): add of a ninth is refused (ENOSPC,
+ * "8 spares already") and nothing is written to it; nine spares of the
+ * array found among member= are eight kept, the ninth left out, named,
+ * not written.
+ */
+static void
+test_spare_limit(void **state)
+{
+	struct raid_status st;
+	struct raid_array *a;
+	uint64_t h;
+
+	(void)state;
+	create(1, 0, 2);
+	assert_int_equal(open_with_spares(2, 10, false, &a), 0);
+	raid_status(a, &st);
+	assert_int_equal(st.nr_spares, RAID_MAX_SPARES);
+	h = file_hash(10, MiB);
+	assert_int_equal(raid_add_member(a, files[10], false), -ENOSPC);
+	assert_non_null(strstr(t_errors, files[10]));
+	assert_non_null(strstr(t_errors, "the array has 8 spares already"));
+	raid_status(a, &st);
+	assert_int_equal(st.nr_spares, RAID_MAX_SPARES);
+	raid_close(a);
+	assert_int_equal(file_hash(10, MiB), h);
+
+	/* A ninth spare superblock of this array: files[10] enlisted while
+	 * files[2] was not given (its table entry stays a spare's). */
+	assert_int_equal(open_with_spares(3, 11, false, &a), 0);
+	raid_close(a);
+	examine(10, &(struct raid_examine){ 0 });
+	h = file_hash(10, MiB);
+	assert_int_equal(open_with_spares(2, 11, true, &a), 0);
+	assert_non_null(strstr(t_errors, files[10]));
+	assert_non_null(strstr(
+		t_errors, "a spare, but nbdraid keeps at most 8: left out"));
+	raid_status(a, &st);
+	assert_int_equal(st.nr_members, 2);
+	assert_int_equal(st.nr_spares, RAID_MAX_SPARES);
+	for (unsigned k = 0; k < st.nr_spares; k++) {
+		assert_string_equal(st.spares[k].path, files[2 + k]);
+	}
+	raid_close(a);
+	assert_int_equal(file_hash(10, MiB), h);
+}
+
 int
 main(void)
 {
@@ -536,6 +619,8 @@ main(void)
 			test_closed_member_is_free_at_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_spare_keeps_its_data_offset, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_spare_limit, setup,
+						teardown),
 	};
 
 	t_init();
