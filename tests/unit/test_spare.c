@@ -31,6 +31,7 @@
 #include "io/batch.h"
 #include "superblock.h"
 #include "sync.h"
+#include "util.h"
 
 #define MiB	     (1u << 20)
 #define MEMBER_BYTES (32 * MiB)
@@ -414,7 +415,9 @@ test_spare_taken_at_start_when_degraded(void **state)
 	raid_config_free(&cfg);
 }
 
-/* Move member i's (1.2) superblock's data offset to `sectors`. */
+/* Move member i's (1.2) superblock's data offset to `sectors`; its size
+ * kept within the data area that leaves (as in a superblock of before the
+ * array grew). */
 static void
 move_data_offset(unsigned i, uint64_t sectors)
 {
@@ -430,6 +433,7 @@ move_data_offset(unsigned i, uint64_t sectors)
 			 0);
 	sb.data_offset = sectors;
 	sb.data_size = (uint64_t)size / 512 - sectors;
+	sb.size = MIN(sb.size, sb.data_size);
 	md_sb_encode(&sb, buf);
 	assert_int_equal(pwrite(fd, buf, sizeof(buf), 8 * 512), sizeof(buf));
 	close(fd);
@@ -598,6 +602,76 @@ test_spare_limit(void **state)
 	assert_int_equal(file_hash(10, MiB), h);
 }
 
+/*
+ * A spare of this array whose own superblock's data area cannot hold the
+ * array's used size (a superblock of before the array grew: its data
+ * further in, its own size within what is left) is refused by name, and
+ * nothing is written to it: given to add (EEXIST, not overwritten
+ * without force), and found among member= (EINVAL: its size is not the
+ * array's; the array not opened).
+ * With members of 4 KiB blocks, a spare whose own data offset is not a
+ * multiple of them is refused (EEXIST) by name; at the array's block size
+ * the same spare is added, its superblock kept.
+ */
+static void
+test_spare_own_data_area_refused(void **state)
+{
+	struct raid_status st;
+	struct raid_array *a;
+	char want[512];
+	uint32_t align;
+	uint64_t h;
+
+	(void)state;
+	create(1, 0, 2);
+	make_file(3, MEMBER_BYTES + 2 * MiB);
+	assert_int_equal(open_array(2, 2, false, &a), 0);
+	raid_close(a);
+	assert_int_equal(open_array(2, 3, false, &a), 0);
+	raid_close(a);
+	move_data_offset(2, 8192);
+	snprintf(want, sizeof(want),
+		 "spare %s: 33554432 bytes is too small: the array needs data "
+		 "offset 4194304 + used size ",
+		 files[2]);
+	h = file_hash(2, MiB);
+	assert_int_equal(open_array(2, -1, false, &a), 0);
+	assert_int_equal(raid_add_member(a, files[2], false), -EEXIST);
+	assert_non_null(strstr(t_errors, want));
+	raid_status(a, &st);
+	assert_int_equal(st.nr_spares, 0);
+	raid_close(a);
+	assert_int_equal(file_hash(2, MiB), h);
+	/* Among member=, its size is not the array's: refused as such. */
+	assert_int_equal(open_array(3, -1, false, &a), -EINVAL);
+	snprintf(want, sizeof(want),
+		 "member %s: superblock does not match member %s's (used "
+		 "device size differs)",
+		 files[2], files[0]);
+	assert_non_null(strstr(t_errors, want));
+	assert_int_equal(file_hash(2, MiB), h);
+
+	/* Its data at sector 2049: a multiple of 512 bytes, not of 4096. */
+	move_data_offset(3, 2049);
+	h = file_hash(3, MiB);
+	assert_int_equal(open_array(2, -1, false, &a), 0);
+	align = a->discard_align;
+	a->discard_align = 4096; /* what members of 4 KiB blocks make it */
+	assert_int_equal(raid_add_member(a, files[3], false), -EEXIST);
+	snprintf(want, sizeof(want),
+		 "spare %s: data offset 1049088 is not a multiple of the "
+		 "members' block size 4096",
+		 files[3]);
+	assert_non_null(strstr(t_errors, want));
+	assert_int_equal(file_hash(3, MiB), h);
+	a->discard_align = align;
+	assert_int_equal(raid_add_member(a, files[3], false), 0);
+	assert_non_null(strstr(t_errors, "its superblock kept"));
+	raid_status(a, &st);
+	assert_int_equal(st.nr_spares, 1);
+	raid_close(a);
+}
+
 int
 main(void)
 {
@@ -621,6 +695,8 @@ main(void)
 			test_spare_keeps_its_data_offset, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_spare_limit, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_spare_own_data_area_refused, setup, teardown),
 	};
 
 	t_init();
