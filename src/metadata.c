@@ -833,9 +833,12 @@ assemble_checks(struct assembly *as, int *by_role, struct meta_geometry *geo)
 			r = check_same_array(as, i);
 		}
 	}
+	/* Named by the member and the field, as every other refusal of a
+	 * superblock (it said only "the array has N members"). */
 	if (r == 0 && as->f[as->freshest].mm.sb.raid_disks > RAID_MAX_MEMBERS) {
 		raid_error(
-			"the array has %u members: nbdraid serves at most %d",
+			"member %s: raid_disks %u: nbdraid serves at most %d members",
+			as->m[as->freshest].path,
 			as->f[as->freshest].mm.sb.raid_disks, RAID_MAX_MEMBERS);
 		r = -EOPNOTSUPP;
 	}

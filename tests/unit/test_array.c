@@ -854,6 +854,44 @@ test_array_refuses_out_of_range(void **state)
 	assert_int_equal(mem_of(&f->m[0])->ops + mem_of(&f->m[1])->ops, 0);
 }
 
+/*
+ * Members of 4 KiB blocks (O_DIRECT-like): a data offset that is a
+ * multiple of md's sectors but not of the blocks (8704) is refused
+ * (EINVAL), naming the member and both numbers, before any member I/O;
+ * at a multiple of them (8192) the same members are served.
+ */
+static void
+test_array_refuses_unaligned_data_offset(void **state)
+{
+	static const uint64_t offsets[] = { 8192, 8192 + 512 };
+	struct fixture *f = *state;
+	struct fixture_spec s = { .level = 1,
+				  .n = 2,
+				  .mem_size = 16 * CHUNK,
+				  .data_offsets = offsets };
+	uint8_t buf[4096], got[4096];
+
+	fixture_members(f, &s);
+	for (unsigned i = 0; i < 2; i++) {
+		f->m[i].mem_align = f->m[i].io_align = 4096;
+	}
+	t_last_error[0] = '\0';
+	assert_int_equal(fixture_assemble(f), -EINVAL);
+	assert_null(f->a);
+	assert_non_null(strstr(t_last_error,
+			       "member 1 (mem1): data offset 8704 is not a "
+			       "multiple of the members' block size 4096"));
+	assert_int_equal(mem_of(&f->m[0])->ops + mem_of(&f->m[1])->ops, 0);
+	f->data_offsets[1] = 8192;
+	assert_int_equal(fixture_assemble(f), 0);
+	t_fill_random(buf, sizeof(buf));
+	assert_int_equal(raid_pwrite(f->a, buf, sizeof(buf), 4096, 0), 0);
+	assert_int_equal(raid_pread(f->a, got, sizeof(got), 4096, 0), 0);
+	assert_memory_equal(got, buf, sizeof(buf));
+	assert_memory_equal(mem_of(&f->m[1])->data + 8192 + 4096, buf,
+			    sizeof(buf));
+}
+
 /* nbdraid check on mirrors: copies that differ are counted by chunk. */
 static void
 test_array_check_counts_differing_copies(void **state)
@@ -958,6 +996,9 @@ main(void)
 			fixture_setup, fixture_teardown),
 		cmocka_unit_test_setup_teardown(
 			test_array_stream_read_runs_on_idle_copy, fixture_setup,
+			fixture_teardown),
+		cmocka_unit_test_setup_teardown(
+			test_array_refuses_unaligned_data_offset, fixture_setup,
 			fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_array_refuses_out_of_range,
 						fixture_setup,

@@ -1637,6 +1637,67 @@ test_cache_readahead_never_hides_newer_data(void **state)
 	free(buf);
 }
 
+/* Member mm refuses every write (EIO) while on; its other ops work. */
+static void
+refuse_writes(struct mem_member *mm, bool on)
+{
+	pthread_mutex_lock(&mm->lock);
+	mm->bad_ops = on ? 1u << IO_WRITE : 0;
+	mm->bad_off = 0;
+	mm->bad_len = on ? mm->size : 0;
+	pthread_mutex_unlock(&mm->lock);
+}
+
+/*
+ * RAID 0 x2 (a member error is the request's), every byte dirty, member 1
+ * refusing writes: a FLUSH whose write-back fails answers the error
+ * (EIO), with the write-back thread stopped (the FLUSH writes back
+ * itself) and running (the FLUSH asks the thread first), and nothing is
+ * taken for clean: reads return every byte written.  Once the member
+ * takes writes again, a FLUSH says yes, nothing is dirty, and the members
+ * hold every byte, flushed.
+ */
+static void
+test_cache_flush_answers_writeback_error(void **state)
+{
+	struct fixture *f = *state;
+	struct fixture_spec s = { .level = 0, .n = 2, .mem_size = 32 * CHUNK };
+	struct mem_member *bad;
+	uint8_t *model, *buf;
+	uint64_t size;
+
+	open_cached(f, &s, 1 << 20, 0);
+	size = f->a->size;
+	model = calloc(1, size);
+	buf = malloc(size);
+	bad = mem_of(&f->m[1]);
+	for (uint64_t off = 0; off < size; off += 2 * BLK) {
+		model_write(f->a, model, buf, 2 * BLK, off, 0);
+	}
+	assert_int_equal(cstat(f).dirty_bytes, size);
+	refuse_writes(bad, true);
+	assert_int_equal(raid_flush(f->a), -EIO);
+	assert_true(cstat(f).dirty_bytes > 0);
+	assert_true(cstat(f).writeback_errors >= 1);
+	model_read(f->a, model, buf, size, 0);
+
+	assert_int_equal(raid_start(f->a), 0);
+	assert_int_equal(raid_flush(f->a), -EIO);
+	assert_int_equal(raid_flush(f->a), -EIO);
+	assert_true(cstat(f).dirty_bytes > 0);
+	model_read(f->a, model, buf, size, 0);
+
+	refuse_writes(bad, false);
+	fixture_reset_counts(f);
+	assert_int_equal(raid_flush(f->a), 0);
+	assert_int_equal(cstat(f).dirty_bytes, 0);
+	assert_int_equal(mem_of(&f->m[0])->count[IO_FLUSH], 1);
+	assert_int_equal(bad->count[IO_FLUSH], 1);
+	fixture_check_members(f, model);
+	free(model);
+	free(buf);
+}
+
 /* A cache-size too small for the array's stripes is refused, saying so. */
 static void
 test_cache_refuses_too_small(void **state)
@@ -1711,6 +1772,9 @@ main(void)
 		cmocka_unit_test_setup(test_cache_readahead_off, t_setup),
 		cmocka_unit_test_setup(
 			test_cache_readahead_never_hides_newer_data, t_setup),
+		cmocka_unit_test_setup_teardown(
+			test_cache_flush_answers_writeback_error, fixture_setup,
+			fixture_teardown),
 		cmocka_unit_test_setup_teardown(test_cache_refuses_too_small,
 						fixture_setup,
 						fixture_teardown),

@@ -975,8 +975,9 @@ log_gone(struct clog *l, bool sync)
  * everything acknowledged on the device cannot (issue 25 #19): as long
  * as that lasts, every FLUSH fails (it said yes before: the cache went
  * write-through anyway, and a FLUSH drained nothing: its mark was RAM
- * mode's count, not the log's lsns), writes fail rather than reach the
- * device without a record over records not retired, reads go on, and
+ * mode's count, not the log's lsns), writes (FUA ones too), zeros and
+ * trims fail rather than reach the device without a record over records
+ * not retired (none of them reaches it), reads go on, and
  * the log keeps its records: a crash now replays what was flushed.  Once
  * the device works again, the next FLUSH drains, flushes, empties the
  * log and says yes; from then on write-through, and after a crash the
@@ -985,9 +986,11 @@ log_gone(struct clog *l, bool sync)
 static void
 failed_log_and_device(struct lfx *f, atomic_int *device_error)
 {
+	static const uint8_t zeros[BLK];
 	uint8_t a[4 * BLK], b[BLK], got[4 * BLK];
 	struct raid_cache_status st;
 	struct cache *c;
+	unsigned trims, zeroed;
 
 	t_reset();
 	fresh(f, 4 * MiB);
@@ -1004,14 +1007,26 @@ failed_log_and_device(struct lfx *f, atomic_int *device_error)
 	assert_int_equal(cache_pwrite(c, b, BLK, 0, 0), -EIO);
 	st = cst(c);
 	assert_true(st.log_failed);
+	trims = atomic_load(&f->d.trims);
+	zeroed = atomic_load(&f->d.zeros);
 	for (int i = 0; i < 3; i++) {
 		assert_int_equal(cache_flush(c), -EIO);
 		assert_int_equal(cache_pwrite(c, b, BLK, 50 * BLK, 0), -EIO);
 		assert_int_equal(cache_zero(c, BLK, 60 * BLK, 0), -EIO);
+		assert_int_equal(cache_pwrite(c, b, BLK, 70 * BLK, RAID_FUA),
+				 -EIO);
+		assert_int_equal(cache_trim(c, BLK, 10 * BLK, 0), -EIO);
+		assert_int_equal(cache_trim(c, BLK, 11 * BLK, RAID_FUA), -EIO);
 	}
 	assert_non_null(strstr(t_errors, "could not be written back"));
-	/* Reads: the newest acknowledged bytes. */
+	/* None reached the device (its flushes failing, writes land). */
+	assert_int_equal(atomic_load(&f->d.trims), trims);
+	assert_int_equal(atomic_load(&f->d.zeros), zeroed);
+	assert_memory_equal(f->d.data + 70 * BLK, zeros, BLK);
+	/* Reads: the newest acknowledged bytes, the trimmed ones too. */
 	assert_int_equal(cache_pread(c, got, sizeof(got), 100 * BLK), 0);
+	assert_memory_equal(got, a, sizeof(a));
+	assert_int_equal(cache_pread(c, got, sizeof(got), 10 * BLK), 0);
 	assert_memory_equal(got, a, sizeof(a));
 	assert_true(log_records(f) >= 2);
 

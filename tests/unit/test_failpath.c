@@ -18,7 +18,9 @@
  *    acknowledged before exact on every copy;
  *  - a superblock write that fails on one member fails that member, not
  *    the client's request: the mark of another thread in between (the
- *    stale result that answered EIO), a bitmap that cannot be marked.
+ *    stale result that answered EIO), a bitmap that cannot be marked, a
+ *    survivor's write of another member's failure (the rest record
+ *    both).
  */
 #undef NDEBUG
 #include <assert.h>
@@ -726,6 +728,92 @@ test_failpath_bitmap_failure_fails_member(void **state)
 	free(x.model);
 }
 
+/*
+ * RAID 10 n2 x4: member 1 fails its writes, and survivor 2 its superblock
+ * writes.  The write that fails member 1 answers success; the record's
+ * write that failed on member 2 fails member 2 too (member 3 holds its
+ * copies), and what is left, members 0 and 3, records both roles faulty,
+ * at the same events, ahead of both failed members; member 2's
+ * superblock is as it was.  Every byte reads back, from every copy left;
+ * assembled again from the members as they are, without force, both are
+ * left out and every byte reads back.
+ */
+static void
+test_failpath_survivor_sb_failure_fails_it(void **state)
+{
+	static struct md_array x;
+	static uint8_t old_sb[MD_SB_BYTES];
+	struct mem_member *victim, *survivor;
+	struct md_sb sb[4];
+	uint8_t *img[4], *model;
+	uint64_t sb_off, len;
+	char why[160];
+
+	(void)state;
+	md_open(&x, "raid10-n2-x4-v1.1");
+	write_model(&x);
+	sb_off = x.c.sb_sector * RAID_SECTOR_BYTES;
+	victim = mm_role(&x, 1);
+	survivor = mm_role(&x, 2);
+	memcpy(old_sb, survivor->data + sb_off, MD_SB_BYTES);
+	victim->bad_ops = 1u << IO_WRITE;
+	victim->bad_off = 0;
+	victim->bad_len = victim->size;
+	survivor->bad_ops = 1u << IO_WRITE;
+	survivor->bad_off = sb_off;
+	survivor->bad_len = MD_SB_BYTES;
+	t_fill_random(x.model + x.w1_off, x.w1_len);
+	assert_int_equal(
+		raid_pwrite(x.a, x.model + x.w1_off, x.w1_len, x.w1_off, 0), 0);
+	assert_int_equal(atomic_load(&x.a->members[0].state),
+			 RAID_MEMBER_IN_SYNC);
+	assert_int_equal(atomic_load(&x.a->members[1].state),
+			 RAID_MEMBER_FAULTY);
+	assert_int_equal(atomic_load(&x.a->members[2].state),
+			 RAID_MEMBER_FAULTY);
+	assert_int_equal(atomic_load(&x.a->members[3].state),
+			 RAID_MEMBER_IN_SYNC);
+	for (unsigned d = 0; d < 4; d++) {
+		assert_int_equal(md_sb_decode(mm_role(&x, d)->data + sb_off,
+					      MD_SB_BYTES, &sb[d], why,
+					      sizeof(why)),
+				 0);
+	}
+	for (unsigned d = 0; d < 4; d += 3) {
+		assert_int_equal(sb[d].dev_roles[sb[1].dev_number],
+				 MD_ROLE_FAULTY);
+		assert_int_equal(sb[d].dev_roles[sb[2].dev_number],
+				 MD_ROLE_FAULTY);
+		assert_int_equal(sb[d].events, sb[0].events);
+		assert_true(sb[d].events > sb[1].events + 1);
+		assert_true(sb[d].events > sb[2].events + 1);
+	}
+	assert_memory_equal(survivor->data + sb_off, old_sb, MD_SB_BYTES);
+	check_data(&x, (struct span){ 0 }, (struct span){ 0 }, true);
+
+	/* Started again from the members as they are now. */
+	for (unsigned d = 0; d < 4; d++) {
+		img[d] = malloc(x.c.member_bytes);
+		memcpy(img[d], mm_role(&x, d)->data, x.c.member_bytes);
+	}
+	model = x.model;
+	len = x.len;
+	md_close(&x);
+	raid_config_init(&x.cfg);
+	x.n = x.c.members;
+	assert_int_equal(md_assemble_image(&x, img), 0);
+	assert_false(member_alive(&x.a->members[1]));
+	assert_false(member_alive(&x.a->members[2]));
+	x.model = model;
+	x.len = len;
+	check_data(&x, (struct span){ 0 }, (struct span){ 0 }, true);
+	md_close(&x);
+	for (unsigned d = 0; d < 4; d++) {
+		free(img[d]);
+	}
+	free(model);
+}
+
 int
 main(void)
 {
@@ -740,6 +828,8 @@ main(void)
 				       t_setup),
 		cmocka_unit_test_setup(
 			test_failpath_bitmap_failure_fails_member, t_setup),
+		cmocka_unit_test_setup(
+			test_failpath_survivor_sb_failure_fails_it, t_setup),
 	};
 
 	t_init();

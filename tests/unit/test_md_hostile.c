@@ -40,6 +40,7 @@ struct hostile {
 	uint8_t *before[MD_DATA_MAX_MEMBERS]; /* each member's bytes */
 	unsigned nr;
 	struct raid_array *a;
+	int r; /* the last h_assemble's */
 };
 
 static uint8_t *
@@ -111,8 +112,9 @@ h_assemble(struct hostile *x)
 	x->nr = x->c.members;
 	t_last_error[0] = '\0';
 	t_errors[0] = '\0';
-	return array_assemble(&x->cfg, x->m, &x->nr,
+	x->r = array_assemble(&x->cfg, x->m, &x->nr,
 			      x->c.members + MEM_MEMBERS_ROOM, &x->a);
+	return x->r;
 }
 
 /*
@@ -361,6 +363,27 @@ test_hostile_roles_only_spares(void **state)
 	h_close(&x);
 }
 
+/*
+ * raid_disks 65, one more role than nbdraid serves (RAID_MAX_MEMBERS),
+ * in every member's superblock: refused by assembly (EOPNOTSUPP), naming
+ * the freshest member and the field, before any write.
+ */
+static void
+test_hostile_too_many_roles(void **state)
+{
+	static struct hostile x;
+
+	(void)state;
+	h_open(&x, "raid5-ls-x4");
+	h_edit(&x, U32(raid_disks, RAID_MAX_MEMBERS + 1));
+	h_refused(&x,
+		  "member mem0: raid_disks 65: nbdraid serves at most 64 "
+		  "members",
+		  true);
+	assert_int_equal(x.r, -EOPNOTSUPP);
+	h_close(&x);
+}
+
 /* One spare's superblock bad: the whole array is refused, naming it. */
 static void
 test_hostile_one_member(void **state)
@@ -419,6 +442,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_hostile_geometry_refused, t_setup),
 		cmocka_unit_test_setup(test_hostile_roles_only_spares, t_setup),
+		cmocka_unit_test_setup(test_hostile_too_many_roles, t_setup),
 		cmocka_unit_test_setup(test_hostile_one_member, t_setup),
 		cmocka_unit_test_setup(test_hostile_edges_served, t_setup),
 	};

@@ -31,10 +31,11 @@
 #include "io/batch.h"
 #include "superblock.h"
 #include "sync.h"
+#include "util.h"
 
 #define MiB	     (1u << 20)
 #define MEMBER_BYTES (32 * MiB)
-#define MAX_FILES    8
+#define MAX_FILES    11
 #define DEV_NONE     UINT32_MAX
 
 static char dir[64];
@@ -414,7 +415,9 @@ test_spare_taken_at_start_when_degraded(void **state)
 	raid_config_free(&cfg);
 }
 
-/* Move member i's (1.2) superblock's data offset to `sectors`. */
+/* Move member i's (1.2) superblock's data offset to `sectors`; its size
+ * kept within the data area that leaves (as in a superblock of before the
+ * array grew). */
 static void
 move_data_offset(unsigned i, uint64_t sectors)
 {
@@ -430,6 +433,7 @@ move_data_offset(unsigned i, uint64_t sectors)
 			 0);
 	sb.data_offset = sectors;
 	sb.data_size = (uint64_t)size / 512 - sectors;
+	sb.size = MIN(sb.size, sb.data_size);
 	md_sb_encode(&sb, buf);
 	assert_int_equal(pwrite(fd, buf, sizeof(buf), 8 * 512), sizeof(buf));
 	close(fd);
@@ -515,6 +519,159 @@ test_spare_keeps_its_data_offset(void **state)
 	snprintf(files[1], sizeof(files[1]), "%s/m1.img", dir);
 }
 
+/* The first `len` bytes of files[i], hashed (FNV-1a). */
+static uint64_t
+file_hash(unsigned i, uint64_t len)
+{
+	static uint8_t buf[1 * MiB];
+	uint64_t h = 14695981039346656037ull;
+
+	assert_true(len <= sizeof(buf));
+	read_file(i, buf, len, 0);
+	for (uint64_t k = 0; k < len; k++) {
+		h = (h ^ buf[k]) * 1099511628211ull;
+	}
+	return h;
+}
+
+/* RAID 1 on files 0 and 1, member= or spare= each of files[2 .. end). */
+static int
+open_with_spares(unsigned first, unsigned end, bool as_member,
+		 struct raid_array **a)
+{
+	struct raid_config cfg;
+	int r;
+
+	raid_config_init(&cfg);
+	raid_config_set(&cfg, "io", "psync");
+	raid_config_set(&cfg, "member", files[0]);
+	raid_config_set(&cfg, "member", files[1]);
+	for (unsigned i = first; i < end; i++) {
+		raid_config_set(&cfg, as_member ? "member" : "spare", files[i]);
+	}
+	t_errors[0] = '\0';
+	r = raid_open(&cfg, a);
+	raid_config_free(&cfg);
+	return r;
+}
+
+/*
+ * Spares past RAID_MAX_SPARES (8): add of a ninth is refused (ENOSPC,
+ * "8 spares already") and nothing is written to it; nine spares of the
+ * array found among member= are eight kept, the ninth left out, named,
+ * not written.
+ */
+static void
+test_spare_limit(void **state)
+{
+	struct raid_status st;
+	struct raid_array *a;
+	uint64_t h;
+
+	(void)state;
+	create(1, 0, 2);
+	assert_int_equal(open_with_spares(2, 10, false, &a), 0);
+	raid_status(a, &st);
+	assert_int_equal(st.nr_spares, RAID_MAX_SPARES);
+	h = file_hash(10, MiB);
+	assert_int_equal(raid_add_member(a, files[10], false), -ENOSPC);
+	assert_non_null(strstr(t_errors, files[10]));
+	assert_non_null(strstr(t_errors, "the array has 8 spares already"));
+	raid_status(a, &st);
+	assert_int_equal(st.nr_spares, RAID_MAX_SPARES);
+	raid_close(a);
+	assert_int_equal(file_hash(10, MiB), h);
+
+	/* A ninth spare superblock of this array: files[10] enlisted while
+	 * files[2] was not given (its table entry stays a spare's). */
+	assert_int_equal(open_with_spares(3, 11, false, &a), 0);
+	raid_close(a);
+	examine(10, &(struct raid_examine){ 0 });
+	h = file_hash(10, MiB);
+	assert_int_equal(open_with_spares(2, 11, true, &a), 0);
+	assert_non_null(strstr(t_errors, files[10]));
+	assert_non_null(strstr(
+		t_errors, "a spare, but nbdraid keeps at most 8: left out"));
+	raid_status(a, &st);
+	assert_int_equal(st.nr_members, 2);
+	assert_int_equal(st.nr_spares, RAID_MAX_SPARES);
+	for (unsigned k = 0; k < st.nr_spares; k++) {
+		assert_string_equal(st.spares[k].path, files[2 + k]);
+	}
+	raid_close(a);
+	assert_int_equal(file_hash(10, MiB), h);
+}
+
+/*
+ * A spare of this array whose own superblock's data area cannot hold the
+ * array's used size (a superblock of before the array grew: its data
+ * further in, its own size within what is left) is refused by name, and
+ * nothing is written to it: given to add (EEXIST, not overwritten
+ * without force), and found among member= (EINVAL: its size is not the
+ * array's; the array not opened).
+ * With members of 4 KiB blocks, a spare whose own data offset is not a
+ * multiple of them is refused (EEXIST) by name; at the array's block size
+ * the same spare is added, its superblock kept.
+ */
+static void
+test_spare_own_data_area_refused(void **state)
+{
+	struct raid_status st;
+	struct raid_array *a;
+	char want[512];
+	uint32_t align;
+	uint64_t h;
+
+	(void)state;
+	create(1, 0, 2);
+	make_file(3, MEMBER_BYTES + 2 * MiB);
+	assert_int_equal(open_array(2, 2, false, &a), 0);
+	raid_close(a);
+	assert_int_equal(open_array(2, 3, false, &a), 0);
+	raid_close(a);
+	move_data_offset(2, 8192);
+	snprintf(want, sizeof(want),
+		 "spare %s: 33554432 bytes is too small: the array needs data "
+		 "offset 4194304 + used size ",
+		 files[2]);
+	h = file_hash(2, MiB);
+	assert_int_equal(open_array(2, -1, false, &a), 0);
+	assert_int_equal(raid_add_member(a, files[2], false), -EEXIST);
+	assert_non_null(strstr(t_errors, want));
+	raid_status(a, &st);
+	assert_int_equal(st.nr_spares, 0);
+	raid_close(a);
+	assert_int_equal(file_hash(2, MiB), h);
+	/* Among member=, its size is not the array's: refused as such. */
+	assert_int_equal(open_array(3, -1, false, &a), -EINVAL);
+	snprintf(want, sizeof(want),
+		 "member %s: superblock does not match member %s's (used "
+		 "device size differs)",
+		 files[2], files[0]);
+	assert_non_null(strstr(t_errors, want));
+	assert_int_equal(file_hash(2, MiB), h);
+
+	/* Its data at sector 2049: a multiple of 512 bytes, not of 4096. */
+	move_data_offset(3, 2049);
+	h = file_hash(3, MiB);
+	assert_int_equal(open_array(2, -1, false, &a), 0);
+	align = a->discard_align;
+	a->discard_align = 4096; /* what members of 4 KiB blocks make it */
+	assert_int_equal(raid_add_member(a, files[3], false), -EEXIST);
+	snprintf(want, sizeof(want),
+		 "spare %s: data offset 1049088 is not a multiple of the "
+		 "members' block size 4096",
+		 files[3]);
+	assert_non_null(strstr(t_errors, want));
+	assert_int_equal(file_hash(3, MiB), h);
+	a->discard_align = align;
+	assert_int_equal(raid_add_member(a, files[3], false), 0);
+	assert_non_null(strstr(t_errors, "its superblock kept"));
+	raid_status(a, &st);
+	assert_int_equal(st.nr_spares, 1);
+	raid_close(a);
+}
+
 int
 main(void)
 {
@@ -536,6 +693,10 @@ main(void)
 			test_closed_member_is_free_at_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 			test_spare_keeps_its_data_offset, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_spare_limit, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_spare_own_data_area_refused, setup, teardown),
 	};
 
 	t_init();
